@@ -1,0 +1,30 @@
+# igwlab: every target is one line; see README.md.
+GO ?= go
+export GOFLAGS ?= -buildvcs=false
+
+.PHONY: all build run test test-short test-long vet fmt fuzz bench tools clean
+
+all: build
+
+build: ## bin/igwlab (the runner) and bin/h2dial (the dialing client)
+	$(GO) build -o bin/igwlab ./runner/cmd/igwlab
+	$(GO) build -o bin/h2dial ./h2dial/cmd/h2dial
+
+run: build ## the whole suite on the local emulated pool (about 3 minutes)
+	./bin/igwlab suite --target local
+
+test: vet ## unit tests plus the end-to-end local suite (what CI runs)
+	$(GO) test -count=1 -timeout 15m ./...
+
+test-short: ## unit tests only
+	$(GO) test -count=1 -short ./...
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin

@@ -1,0 +1,210 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+)
+
+type nums = map[string]float64
+
+// checks are the lab's calls, in the order the evaluation block prints them. Each states its
+// rule in terms that do not hinge on where a handful of connections happened to land.
+var checks = []check{
+	{id: "H-A", title: "the mechanism: few connections concentrate load", needs: []string{"01-baseline", "02-trigger"},
+		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
+			s1, s2 := get("01-baseline"), get("02-trigger")
+			ratio := ratioOf(s2.CV, s1.CV)
+			v := Investigate
+			if s2.CV > 2*s1.CV {
+				v = Pass
+			}
+			return v, ratio, "s2 CV / s1 CV", nums{"s1_cv": s1.CV, "s2_cv": s2.CV, "s1_k": s1.ConnectionsTotal, "s2_k": s2.ConnectionsTotal,
+					"s1_busy_max": s1.BusyMax, "s2_busy_max": s2.BusyMax, "s1_p99_ms": s1.P99Ms, "s2_p99_ms": s2.P99Ms},
+				fmt.Sprintf("s2 %s vs s1 %s: %.1fx; hottest worker %.0f%% busy vs %.0f%%; p99 %.1f ms vs %.1f ms",
+					cvText(s2), cvText(s1), ratio, 100*s2.BusyMax, 100*s1.BusyMax, s2.P99Ms, s1.P99Ms)
+		}},
+	{id: "H-B fortio", title: "a stream cap does nothing for a queueing client", needs: []string{"02-fortio", "03-fortio"},
+		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
+			a, b := get("02-fortio"), get("03-fortio")
+			ratio := ratioOf(b.CV, a.CV)
+			v := Confirmed
+			if b.ConnectionsTotal > a.ConnectionsTotal {
+				v = Unexpected
+			}
+			return v, ratio, "s3f CV / s2f CV", nums{"s2f_cv": a.CV, "s3f_cv": b.CV, "s2f_k": a.ConnectionsTotal, "s3f_k": b.ConnectionsTotal},
+				fmt.Sprintf("connections %d -> %d with the cap (fortio dialed nothing); s3f %s; s2f %s",
+					int(a.ConnectionsTotal), int(b.ConnectionsTotal), cvText(b), cvText(a))
+		}},
+	{id: "H-B h2dial", title: "a stream cap makes a dialing client spread", needs: []string{"02-trigger", "03-mcs-cap"},
+		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
+			s2, s3 := get("02-trigger"), get("03-mcs-cap")
+			ratio := ratioOf(s3.CV, s2.CV)
+			v := Investigate
+			switch {
+			case s3.CV < 0.7*s2.CV:
+				v = Pass
+			case s3.ConnectionsTotal > s2.ConnectionsTotal:
+				v = Partial // it dialed; the new connections just landed together this time
+			}
+			return v, ratio, "s3 CV / s2 CV", nums{"s2_cv": s2.CV, "s3_cv": s3.CV, "s2_k": s2.ConnectionsTotal, "s3_k": s3.ConnectionsTotal,
+					"s2_p99_ms": s2.P99Ms, "s3_p99_ms": s3.P99Ms},
+				fmt.Sprintf("connections %d -> %d under the cap; s3 %s vs s2 %s; p99 %.1f ms vs %.1f ms",
+					int(s2.ConnectionsTotal), int(s3.ConnectionsTotal), cvText(s3), cvText(s2), s3.P99Ms, s2.P99Ms)
+		}},
+	{id: "H-C h2dial", title: "count rotation spreads a dialing client", needs: []string{"02-trigger", "04-mrpc"},
+		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
+			s2, s4 := get("02-trigger"), get("04-mrpc")
+			ratio := ratioOf(s4.CV, s2.CV)
+			v := Investigate
+			if s4.GoAways > 0 && s4.CV < s2.CV {
+				v = Pass
+			}
+			return v, ratio, "s4 CV / s2 CV", nums{"s4_goaways": s4.GoAways, "s4_max_requests_reached": s4.MaxRequestsReached,
+					"s2_cv": s2.CV, "s4_cv": s4.CV, "s4_p99_ms": s4.P99Ms},
+				fmt.Sprintf("%d connections drained (downstream_cx_max_requests_reached %d counts requests at or over the limit); s4 %s vs s2 %s",
+					int(s4.GoAways), int(s4.MaxRequestsReached), cvText(s4), cvText(s2))
+		}},
+	{id: "H-C fortio", title: "count rotation spreads a queueing client", needs: []string{"02-fortio", "04-fortio"},
+		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
+			a, b := get("02-fortio"), get("04-fortio")
+			ratio := ratioOf(b.CV, a.CV)
+			v := Investigate
+			switch {
+			case b.GoAways > 0 && b.CV <= 0.5*a.CV:
+				v = Confirmed
+			case b.GoAways > 0:
+				v = Partial
+			}
+			return v, ratio, "s4f CV / s2f CV", nums{"s4f_goaways": b.GoAways, "s2f_cv": a.CV, "s4f_cv": b.CV, "s4f_k": b.ConnectionsTotal},
+				fmt.Sprintf("%d connections drained; s4f %s vs s2f %s: %.0f%% lower",
+					int(b.GoAways), cvText(b), cvText(a), 100*(1-ratio))
+		}},
+	{id: "H-D", title: "flow-control windows as a hidden bottleneck", needs: []string{"02-trigger", "05-windows"},
+		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
+			s2, s5 := get("02-trigger"), get("05-windows")
+			a, b := s2.FlowControlPaused, s5.FlowControlPaused
+			ratio := ratioOf(b, a)
+			v := Refuted
+			if a > 0 && b < 0.2*a {
+				v = Pass
+			}
+			detail := fmt.Sprintf("upstream read pauses: s5 %d vs s2 %d; p99 %.1f ms vs %.1f ms. At loopback RTT a window refills at once, and the HCM windows govern what clients send and what the gateway buffers per stream, not how fast responses flow", int(b), int(a), s5.P99Ms, s2.P99Ms)
+			if a == 0 && b == 0 {
+				ratio = math.NaN()
+			}
+			return v, ratio, "s5 paused / s2 paused", nums{"s2_paused": a, "s5_paused": b, "s2_p99_ms": s2.P99Ms, "s5_p99_ms": s5.P99Ms}, detail
+		}},
+	{id: "H-E", title: "exact_balance evens workers inside a pod", needs: []string{"13-conn-balance-control", "13-conn-balance"},
+		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
+			c, e := get("13-conn-balance-control"), get("13-conn-balance")
+			ratio := ratioOf(e.WorkerCVMean, c.WorkerCVMean)
+			v := Investigate
+			switch {
+			case c.WorkerCVMean == 0:
+				v = Inconclusive
+			case e.WorkerCVMean < 0.9*c.WorkerCVMean:
+				v = Pass
+			}
+			return v, ratio, "worker CV mean s13 / control", nums{"control_worker_cv_mean": c.WorkerCVMean, "s13_worker_cv_mean": e.WorkerCVMean,
+					"control_worker_cv_max": c.WorkerCVMax, "s13_worker_cv_max": e.WorkerCVMax, "control_cv": c.CV, "s13_cv": e.CV},
+				fmt.Sprintf("mean per-pod worker CV %.3f with exact_balance vs %.3f control (max %.3f vs %.3f); pod-level CV %.3f vs %.3f, unchanged as expected",
+					e.WorkerCVMean, c.WorkerCVMean, e.WorkerCVMax, c.WorkerCVMax, e.CV, c.CV)
+		}},
+	{id: "S11", title: "cost of a realistic filter chain", needs: []string{"02-trigger", "11-realistic-filters"},
+		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
+			s2, s11 := get("02-trigger"), get("11-realistic-filters")
+			ratio := ratioOf(s11.P99Ms, s2.P99Ms)
+			v := Negligible
+			if ratio > 1.15 {
+				v = Significant
+			}
+			return v, ratio, "s11 p99 / s2 p99", nums{"s2_p99_ms": s2.P99Ms, "s11_p99_ms": s11.P99Ms, "s2_rps": s2.RPS, "s11_rps": s11.RPS},
+				fmt.Sprintf("p99 %.1f ms vs %.1f ms (%+.0f%%); throughput %.0f vs %.0f rps on the hot worker", s11.P99Ms, s2.P99Ms, 100*(ratio-1), s11.RPS, s2.RPS)
+		}},
+	{id: "WAYPOINT", title: "concentration carries through the waypoint hop", needs: []string{"06-waypoint-baseline", "07-waypoint-trigger"},
+		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
+			s6, s7 := get("06-waypoint-baseline"), get("07-waypoint-trigger")
+			w6, w7 := tierCV(s6.Waypoint), tierCV(s7.Waypoint) // spread of requests across waypoint pods
+			v := Investigate
+			if s7.CV > 2*s6.CV && w7 > w6 {
+				v = Confirmed
+			}
+			return v, ratioOf(w7, w6), "waypoint CV s7 / s6", nums{"s6_cv": s6.CV, "s7_cv": s7.CV, "s6_waypoint_cv": w6, "s7_waypoint_cv": w7,
+					"s7_waypoint_busy_max": tierBusy(s7.Waypoint), "s6_waypoint_busy_max": tierBusy(s6.Waypoint)},
+				fmt.Sprintf("gateway CV %.3f (s7) vs %.3f (s6); CV of requests across waypoint pods %.3f vs %.3f; hottest waypoint worker %.0f%% vs %.0f%% busy",
+					s7.CV, s6.CV, w7, w6, 100*tierBusy(s7.Waypoint), 100*tierBusy(s6.Waypoint))
+		}},
+	{id: "S12", title: "one gRPC ClientConn means one pod", needs: []string{"12-grpc-variant"},
+		eval: func(get lookup, pods int) (string, float64, string, nums, string) {
+			s12 := get("12-grpc-variant")
+			want := math.Sqrt(float64(pods - 1))
+			v := Investigate
+			if int(s12.ConnectionsTotal) == 1 && math.Abs(s12.CV-want) < 1e-3 {
+				v = Confirmed
+			}
+			return v, ratioOf(s12.CV, want), "CV / sqrt(n-1)", nums{"cv": s12.CV, "expected": want, "k": s12.ConnectionsTotal},
+				fmt.Sprintf("%d connection(s); CV %.3f against sqrt(%d) = %.3f", int(s12.ConnectionsTotal), s12.CV, pods-1, want)
+		}},
+	{id: "S9", title: "slow streams tax fast ones on a shared connection", needs: []string{"02-trigger", "09-hol-blocking"},
+		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
+			s2, s9 := get("02-trigger"), get("09-hol-blocking")
+			ratio := ratioOf(s9.P99Ms, s2.P99Ms)
+			v := Confirmed
+			why := ""
+			if ratio < 1.1 {
+				v = Refuted
+				why = "; no tax: a slow stream waits on its upstream, not on the worker, and without a stream cap it holds no slot another stream needs"
+			}
+			if s9.RqIdleTimeout > 0 {
+				v = Unexpected
+			}
+			return v, ratio, "s9 fast p99 / s2 p99", nums{"s2_p99_ms": s2.P99Ms, "s9_p99_ms": s9.P99Ms, "s9_slow_p99_ms": s9.SlowP99Ms, "rq_idle_timeout": s9.RqIdleTimeout},
+				fmt.Sprintf("fast-stream p99 %.1f ms vs %.1f ms; slow streams p99 %.0f ms; stream_idle_timeout fired %d times (slow is not idle)%s",
+					s9.P99Ms, s2.P99Ms, s9.SlowP99Ms, int(s9.RqIdleTimeout), why)
+		}},
+	{id: "S10", title: "time-based rotation fires", needs: []string{"10-rotation"},
+		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
+			s10 := get("10-rotation")
+			v := Investigate
+			if s10.MaxDurationReached > 0 {
+				v = Pass
+			}
+			return v, math.NaN(), "", nums{"max_duration_reached": s10.MaxDurationReached, "goaways": s10.GoAways, "cv": s10.CV, "p99_ms": s10.P99Ms},
+				fmt.Sprintf("downstream_cx_max_duration_reached %d; %d connections drained; %s", int(s10.MaxDurationReached), int(s10.GoAways), cvText(s10))
+		}},
+	{id: "S8", title: "a larger per-connection buffer means fewer read pauses", needs: []string{"08-buffers-control", "08-buffers"},
+		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
+			c, s8 := get("08-buffers-control"), get("08-buffers")
+			// Same payload, same client; compare pauses per request, as throughput may differ.
+			a := ratioOf(c.FlowControlPaused, float64(max(1, c.Requests)))
+			b := ratioOf(s8.FlowControlPaused, float64(max(1, s8.Requests)))
+			v := Confirmed
+			switch {
+			case c.FlowControlPaused == 0 && s8.FlowControlPaused == 0:
+				v = Inconclusive // nothing filled a buffer in either run
+			case b >= a:
+				v = Refuted
+			}
+			return v, ratioOf(b, a), "pauses per request s8 / control", nums{"control_paused": c.FlowControlPaused, "s8_paused": s8.FlowControlPaused,
+					"s8_rx_buffered_peak": s8.Peaks.RxBuffered, "control_rx_buffered_peak": c.Peaks.RxBuffered, "s8_p99_ms": s8.P99Ms, "control_p99_ms": c.P99Ms},
+				fmt.Sprintf("upstream read pauses %d with a 4 MiB buffer vs %d with the 1 MiB default (64 KiB responses both); peak upstream bytes buffered %.1f MiB vs %.1f MiB; p99 %.1f ms vs %.1f ms",
+					int(s8.FlowControlPaused), int(c.FlowControlPaused), s8.Peaks.RxBuffered/(1<<20), c.Peaks.RxBuffered/(1<<20), s8.P99Ms, c.P99Ms)
+		}},
+}
+
+// tierCV is the waypoint tier's spread of requests: the gateway's pools to the waypoint are
+// long-lived, so few of their connections are opened inside a window, and the requests show
+// where the work went.
+func tierCV(t *Tier) float64 {
+	if t == nil {
+		return 0
+	}
+	return t.CVRequests
+}
+
+func tierBusy(t *Tier) float64 {
+	if t == nil {
+		return 0
+	}
+	return t.BusyMax
+}

@@ -1,0 +1,177 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Verdict is one hypothesis' call, with the numbers behind it.
+type Verdict struct {
+	ID         string             `json:"id"`
+	Title      string             `json:"title"`
+	Verdict    string             `json:"verdict"`
+	Ratio      *float64           `json:"ratio,omitempty"`
+	RatioName  string             `json:"ratio_name,omitempty"`
+	Numbers    map[string]float64 `json:"numbers,omitempty"`
+	Detail     string             `json:"detail"`
+	Scenarios  []string           `json:"scenarios"`
+	Runs       int                `json:"runs"`
+	Agree      int                `json:"agree"`
+	Confidence string             `json:"confidence,omitempty"`
+	RatioMin   *float64           `json:"ratio_min,omitempty"`
+	RatioMax   *float64           `json:"ratio_max,omitempty"`
+}
+
+// Verdict words.
+const (
+	Pass         = "PASS"
+	Confirmed    = "CONFIRMED"
+	Partial      = "PARTIAL"
+	Refuted      = "REFUTED"
+	Investigate  = "INVESTIGATE"
+	Inconclusive = "INCONCLUSIVE"
+	Skipped      = "SKIPPED"
+	Negligible   = "NEGLIGIBLE"
+	Significant  = "SIGNIFICANT"
+	Unexpected   = "UNEXPECTED"
+)
+
+// lookup returns the result of a scenario in one repetition, or nil.
+type lookup func(name string) *Result
+
+type check struct {
+	id, title string
+	needs     []string
+	eval      func(get lookup, pods int) (verdict string, ratio float64, ratioName string, nums map[string]float64, detail string)
+}
+
+// Evaluate makes every hypothesis call. runs holds, per scenario, one result per repetition.
+// With several repetitions each is judged on its own; the verdict is the most common call and
+// its confidence says how many runs agree; ratios are reported as median and range.
+func Evaluate(runs map[string][]*Result, pods int) []Verdict {
+	reps := 0
+	for _, rs := range runs {
+		reps = max(reps, len(rs))
+	}
+	var out []Verdict
+	for _, c := range checks {
+		v := Verdict{ID: c.id, Title: c.title, Scenarios: c.needs}
+		missing := []string{}
+		for _, n := range c.needs {
+			if !ran(runs[n]) {
+				missing = append(missing, n)
+			}
+		}
+		if len(missing) > 0 {
+			v.Verdict = Skipped
+			v.Detail = "not run: " + strings.Join(missing, ", ")
+			for _, n := range missing {
+				if rs := runs[n]; len(rs) > 0 && rs[0].Reason != "" {
+					v.Detail = n + " " + rs[0].Status + ": " + rs[0].Reason
+				}
+			}
+			out = append(out, v)
+			continue
+		}
+		calls := map[string]int{}
+		var ratios []float64
+		var last struct {
+			nums   map[string]float64
+			detail string
+			name   string
+		}
+		details := map[string]string{}
+		for i := 0; i < reps; i++ {
+			get := func(name string) *Result {
+				rs := runs[name]
+				if i < len(rs) && rs[i].Status == "ok" {
+					return rs[i]
+				}
+				return nil
+			}
+			complete := true
+			for _, n := range c.needs {
+				complete = complete && get(n) != nil
+			}
+			if !complete {
+				continue
+			}
+			verdict, ratio, name, nums, detail := c.eval(get, pods)
+			for k, x := range nums {
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					delete(nums, k) // JSON has no NaN or infinity; an undefined number is left out
+				}
+			}
+			calls[verdict]++
+			details[verdict] = detail
+			if !math.IsNaN(ratio) && !math.IsInf(ratio, 0) {
+				ratios = append(ratios, ratio)
+			}
+			last.nums, last.detail, last.name = nums, detail, name
+			v.Runs++
+		}
+		v.Verdict = majority(calls)
+		v.Agree = calls[v.Verdict]
+		v.Numbers, v.RatioName = last.nums, last.name
+		v.Detail = details[v.Verdict]
+		if len(ratios) > 0 {
+			m := Median(ratios)
+			v.Ratio = &m
+			if len(ratios) > 1 {
+				lo, hi := MinMax(ratios)
+				v.RatioMin, v.RatioMax = &lo, &hi
+			}
+		}
+		if v.Runs > 1 {
+			v.Confidence = fmt.Sprintf("%d of %d runs", v.Agree, v.Runs)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func ran(rs []*Result) bool {
+	for _, r := range rs {
+		if r.Status == "ok" {
+			return true
+		}
+	}
+	return false
+}
+
+func majority(calls map[string]int) string {
+	keys := make([]string, 0, len(calls))
+	for k := range calls {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if calls[keys[i]] != calls[keys[j]] {
+			return calls[keys[i]] > calls[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	if len(keys) == 0 {
+		return Inconclusive
+	}
+	return keys[0]
+}
+
+func ratioOf(a, b float64) float64 {
+	if b == 0 {
+		if a == 0 {
+			return 1
+		}
+		return math.Inf(1)
+	}
+	return a / b
+}
+
+func cvText(r *Result) string {
+	s := fmt.Sprintf("CV %.3f (k=%d", r.CV, int(r.ConnectionsTotal))
+	if r.Chance != nil {
+		s += ", " + r.ChanceVerdict
+	}
+	return s + ")"
+}

@@ -1,0 +1,236 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/igwlab/igwlab/runner/load"
+	"github.com/igwlab/igwlab/runner/stats"
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// Input is everything measured for one scenario run.
+type Input struct {
+	Scenario     stacks.Scenario // as run (local departures applied on the local target)
+	Lab          stacks.Scenario // the lab values, for reports
+	Target       string
+	Pre, Post    []stats.Pod // gateway pods, matched by name
+	WaypointPre  []stats.Pod
+	WaypointPost []stats.Pod
+	Peaks        Peaks
+	Client       *load.Result
+	Window       time.Duration
+}
+
+// Peaks are maxima seen by the once-a-second sampler during the window.
+type Peaks struct {
+	CxActive   float64 `json:"cx_active_sum"`
+	RqActive   float64 `json:"rq_active_sum"`
+	RxBuffered float64 `json:"upstream_cx_rx_bytes_buffered"`
+	Pending    float64 `json:"upstream_rq_pending_active"`
+}
+
+// Tier is a pod tier's spread (the gateway, or the waypoint behind it).
+type Tier struct {
+	CV               float64            `json:"cv"`
+	Connections      map[string]float64 `json:"connections"`
+	ConnectionsTotal float64            `json:"connections_total"`
+	Chance           *Band              `json:"chance,omitempty"`
+	ChanceVerdict    string             `json:"chance_verdict,omitempty"`
+	ChanceP          float64            `json:"chance_p,omitempty"`
+	RequestsPerPod   map[string]float64 `json:"requests_per_pod"`
+	CVRequests       float64            `json:"cv_requests"`
+	WorkerCV         map[string]float64 `json:"worker_cv"`
+	WorkerCVMean     float64            `json:"worker_cv_mean"`
+	WorkerCVMax      float64            `json:"worker_cv_max"`
+	BusyMax          float64            `json:"busy_max"`
+	BusyMean         float64            `json:"busy_mean"`
+	HotWorker        string             `json:"hot_worker,omitempty"`
+}
+
+// Result is one scenario's measured outcome. Its JSON is the per-scenario entry of summary.json.
+type Result struct {
+	Name       string             `json:"name"`
+	Title      string             `json:"title"`
+	Hypothesis string             `json:"hypothesis,omitempty"`
+	Client     string             `json:"client"`
+	Status     string             `json:"status"` // ok, skipped, failed, interrupted, not-run
+	Reason     string             `json:"reason,omitempty"`
+	Disturbed  bool               `json:"disturbed,omitempty"`
+	Faults     []string           `json:"faults,omitempty"`
+	Knobs      []stacks.KnobValue `json:"knobs"`
+	Departures []stacks.Departure `json:"local_departures,omitempty"`
+	WindowS    float64            `json:"window_s"`
+
+	Tier
+	CVActive float64 `json:"cv_cx_active"`
+
+	GoAways            float64 `json:"goaways"`
+	MaxRequestsReached float64 `json:"max_requests_reached"`
+	MaxDurationReached float64 `json:"max_duration_reached"`
+	DrainClose         float64 `json:"drain_close"`
+	RqIdleTimeout      float64 `json:"rq_idle_timeout"`
+	CxIdleTimeout      float64 `json:"cx_idle_timeout"`
+	RefusedStreams     float64 `json:"refused_streams"`
+	FlowControlPaused  float64 `json:"flow_control_paused"`
+	FlowControlResumed float64 `json:"flow_control_resumed"`
+	PendingOverflow    float64 `json:"pending_overflow"`
+	CxOverflow         float64 `json:"cx_overflow"`
+	Peaks              Peaks   `json:"peaks"`
+
+	RPS               float64 `json:"rps"`
+	Requests          int64   `json:"requests"`
+	Errors            int64   `json:"errors"`
+	P50Ms             float64 `json:"p50_ms"`
+	P90Ms             float64 `json:"p90_ms"`
+	P99Ms             float64 `json:"p99_ms"`
+	P999Ms            float64 `json:"p999_ms"`
+	GatewayP99Ms      float64 `json:"gateway_p99_ms"`
+	SlowP99Ms         float64 `json:"slow_p99_ms,omitempty"`
+	ClientConnections int     `json:"client_connections"`
+
+	Waypoint *Tier `json:"waypoint,omitempty"`
+}
+
+// Analyze computes a scenario's result.
+func Analyze(in Input) *Result {
+	r := &Result{
+		Name: in.Scenario.Name, Title: in.Scenario.Title, Hypothesis: in.Scenario.Hypothesis,
+		Client: in.Scenario.Client.Kind, Status: "ok", Knobs: in.Scenario.Knobs.Effective(),
+		WindowS: in.Window.Seconds(), Peaks: in.Peaks,
+	}
+	if in.Target == stacks.TargetLocal {
+		r.Departures = in.Lab.Departures()
+	}
+	deltas, restarted := deltaAll(in.Pre, in.Post)
+	if restarted {
+		r.Disturbed = true
+		r.Faults = append(r.Faults, "a gateway pod's counters went back to zero during the window (restart)")
+	}
+	r.Tier = tier(deltas, in.Window)
+	var active []float64
+	for _, p := range in.Post {
+		active = append(active, p.CxActive)
+	}
+	r.CVActive = CV(active)
+	var emulated bool
+	for _, d := range deltas {
+		emulated = emulated || d.Emulated
+		r.MaxRequestsReached += d.MaxRequestsReached
+		r.MaxDurationReached += d.MaxDurationReached
+		r.DrainClose += d.DrainClose
+		r.RqIdleTimeout += d.RqIdleTimeout
+		r.CxIdleTimeout += d.CxIdleTimeout
+		r.RefusedStreams += d.RefusedStreams
+		r.FlowControlPaused += d.Paused
+		r.FlowControlResumed += d.Resumed
+		r.PendingOverflow += d.PendingOverflow
+		r.CxOverflow += d.CxOverflow
+		if emulated {
+			r.GoAways += d.Drains
+		}
+	}
+	if !emulated {
+		// A real Envoy has no "drains started" stat; connections it drained and then closed are
+		// the closest it reports.
+		r.GoAways = r.DrainClose
+	}
+	var merged stats.Buckets
+	for _, d := range deltas {
+		merged = merged.Add(d.RqTime)
+	}
+	if q := merged.Quantile(0.99); !math.IsNaN(q) {
+		r.GatewayP99Ms = q
+	}
+	if c := in.Client; c != nil {
+		r.RPS, r.Requests, r.Errors = c.RPS, c.Requests, c.Errors
+		r.P50Ms, r.P90Ms, r.P99Ms, r.P999Ms = c.Latency.P50, c.Latency.P90, c.Latency.P99, c.Latency.P999
+		r.ClientConnections = c.ConnectionsOpened
+		if c.Slow != nil {
+			r.SlowP99Ms = c.Slow.Latency.P99
+		}
+	}
+	if len(in.WaypointPost) > 0 {
+		wd, wr := deltaAll(in.WaypointPre, in.WaypointPost)
+		if wr {
+			r.Disturbed = true
+		}
+		w := tier(wd, in.Window)
+		r.Waypoint = &w
+	}
+	return r
+}
+
+func deltaAll(pre, post []stats.Pod) ([]stats.Pod, bool) {
+	byName := map[string]stats.Pod{}
+	for _, p := range pre {
+		byName[p.Name] = p
+	}
+	var out []stats.Pod
+	restarted := false
+	for _, p := range post {
+		d, r := stats.Delta(byName[p.Name], p)
+		restarted = restarted || r
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, restarted
+}
+
+// tier computes a tier's spread from per-pod deltas over a window.
+func tier(deltas []stats.Pod, window time.Duration) Tier {
+	t := Tier{Connections: map[string]float64{}, RequestsPerPod: map[string]float64{}, WorkerCV: map[string]float64{}}
+	var conns, reqs, wcvs, busy []float64
+	for _, d := range deltas {
+		t.Connections[d.Name] = d.CxHTTP2Total
+		t.RequestsPerPod[d.Name] = d.RqTotal
+		conns = append(conns, d.CxHTTP2Total)
+		reqs = append(reqs, d.RqTotal)
+		t.ConnectionsTotal += d.CxHTTP2Total
+		wcv := workerCV(d.WorkerCx)
+		t.WorkerCV[d.Name] = wcv
+		wcvs = append(wcvs, wcv)
+		ids := make([]int, 0, len(d.WorkerBusyNs))
+		for id := range d.WorkerBusyNs {
+			ids = append(ids, id)
+		}
+		sort.Ints(ids)
+		for _, id := range ids {
+			ratio := 0.0
+			if window > 0 {
+				ratio = d.WorkerBusyNs[id] / float64(window.Nanoseconds())
+			}
+			busy = append(busy, ratio)
+			if ratio > t.BusyMax {
+				t.BusyMax, t.HotWorker = ratio, fmt.Sprintf("%s/worker_%d", d.Name, id)
+			}
+		}
+	}
+	t.CV = CV(conns)
+	t.CVRequests = CV(reqs)
+	if len(wcvs) > 0 {
+		t.WorkerCVMean = mean(wcvs)
+		_, t.WorkerCVMax = MinMax(wcvs)
+	}
+	t.BusyMean = mean(busy)
+	if k := int(math.Round(t.ConnectionsTotal)); len(deltas) > 1 {
+		t.Chance = Chance(k, len(deltas))
+		t.ChanceVerdict, t.ChanceP = t.Chance.Judge(t.CV)
+	}
+	return t
+}
+
+// workerCV is the CV of connections across a pod's workers; 0 with fewer than two workers or
+// no connections, as the lab has always computed it.
+func workerCV(m map[int]float64) float64 {
+	if len(m) < 2 {
+		return 0
+	}
+	xs := make([]float64, 0, len(m))
+	for _, v := range m {
+		xs = append(xs, v)
+	}
+	return CV(xs)
+}

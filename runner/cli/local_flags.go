@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"flag"
+	"time"
+
+	"github.com/igwlab/igwlab/runner/emulator"
+)
+
+// poolFlags are the local target's sizing flags, shared by suite and serve.
+type poolFlags struct {
+	pods, concurrency, waypointPods, waypointWorkers int
+	serviceTime, perKiB, connCost                    time.Duration
+	balance                                          string
+	seed                                             uint64
+}
+
+func (p *poolFlags) register(fs *flag.FlagSet) {
+	d := emulator.DefaultModel
+	fs.IntVar(&p.pods, "pods", 6, "gateway pods (1..64)")
+	fs.IntVar(&p.concurrency, "concurrency", 1, "Envoy workers per gateway pod (1..64)")
+	fs.IntVar(&p.waypointPods, "waypoint-pods", 3, "waypoint pods for scenarios 06 and 07 (0..32)")
+	fs.IntVar(&p.waypointWorkers, "waypoint-concurrency", 2, "workers per waypoint pod (1..64)")
+	fs.DurationVar(&p.serviceTime, "service-time", d.ServiceTime, "emulated worker time per request (sets one worker's capacity)")
+	fs.DurationVar(&p.perKiB, "per-kib", d.PerKiB, "emulated worker time per KiB of response body")
+	fs.DurationVar(&p.connCost, "conn-cost", d.ConnCost, "emulated worker time to accept a connection")
+	fs.StringVar(&p.balance, "balance", emulator.BalanceRandom, "L4 balancer in front of the pods: random (kube-proxy), round-robin, source-hash")
+	fs.Uint64Var(&p.seed, "seed", 0, "seed for pod placement (0 = random each run)")
+}
+
+func (p *poolFlags) config() (emulator.Config, error) {
+	c := emulator.Config{Pods: p.pods, Workers: p.concurrency, WaypointPods: p.waypointPods,
+		WaypointWorkers: p.waypointWorkers, Balance: p.balance, Seed: p.seed,
+		Model: emulator.Model{ServiceTime: p.serviceTime, PerKiB: p.perKiB, ConnCost: p.connCost}}
+	if err := c.Check(); err != nil {
+		return c, UsageError{err}
+	}
+	switch p.balance {
+	case emulator.BalanceRandom, emulator.BalanceRoundRobin, emulator.BalanceSourceHash:
+	default:
+		return c, usagef("--balance %q: allowed random, round-robin, source-hash", p.balance)
+	}
+	return c, nil
+}

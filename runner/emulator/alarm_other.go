@@ -1,0 +1,5 @@
+//go:build !linux
+
+package emulator
+
+func newAlarm() alarm { return newTimerAlarm() }

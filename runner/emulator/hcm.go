@@ -1,0 +1,259 @@
+package emulator
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// hcm is a pod's HTTP connection manager: the stats Envoy keeps under http.<prefix>; and the
+// request path from a stream to an upstream cluster and back.
+type hcm struct {
+	pod    *Pod
+	prefix string
+
+	cxTotal, cxActive, cxHTTP2Total, cxHTTP2Active        *Stat
+	cxDestroyLocal, cxDestroyRemote                       *Stat
+	cxIdleTimeout, maxRequestsReached, maxDurationReached *Stat
+	rqTotal, rqHTTP2, rqActive, rqIdleTimeout             *Stat
+	rq2xx, rq3xx, rq4xx, rq5xx                            *Stat
+	rqTime, cxLength                                      *Stat
+	rxBytes, txBytes                                      *Stat
+	drainClose                                            *Stat
+	// listener stats
+	lCxTotal, lCxActive, lCxLength *Stat
+	// codec stats (http2.*) and emulator additions
+	rxReset, txReset, protocolErrors  *Stat
+	refused, goAwaySent, drainStarted *Stat
+	jwtDenied, accessLogged           *Stat
+}
+
+func newHCM(p *Pod) *hcm {
+	st, px, la := p.store, p.hcmPrefix, p.listenerAddr
+	h := &hcm{pod: p, prefix: px}
+	c := func(name string) *Stat { return hcmStat(st, Counter, px, name) }
+	g := func(name string) *Stat { return hcmStat(st, Gauge, px, name) }
+	h.cxTotal, h.cxActive = c("downstream_cx_total"), g("downstream_cx_active")
+	h.cxHTTP2Total, h.cxHTTP2Active = c("downstream_cx_http2_total"), g("downstream_cx_http2_active")
+	h.cxDestroyLocal, h.cxDestroyRemote = c("downstream_cx_destroy_local"), c("downstream_cx_destroy_remote")
+	h.drainClose = c("downstream_cx_drain_close")
+	h.cxIdleTimeout = c("downstream_cx_idle_timeout")
+	h.maxRequestsReached = c("downstream_cx_max_requests_reached")
+	h.maxDurationReached = c("downstream_cx_max_duration_reached")
+	h.rqTotal, h.rqHTTP2, h.rqActive = c("downstream_rq_total"), c("downstream_rq_http2_total"), g("downstream_rq_active")
+	h.rqIdleTimeout = c("downstream_rq_idle_timeout")
+	h.rq2xx, h.rq3xx, h.rq4xx, h.rq5xx = c("downstream_rq_2xx"), c("downstream_rq_3xx"), c("downstream_rq_4xx"), c("downstream_rq_5xx")
+	h.rqTime = hcmStat(st, Hist, px, "downstream_rq_time")
+	h.cxLength = hcmStat(st, Hist, px, "downstream_cx_length_ms")
+	h.rxBytes, h.txBytes = c("downstream_cx_rx_bytes_total"), c("downstream_cx_tx_bytes_total")
+	h.lCxTotal = listenerStat(st, Counter, la, "downstream_cx_total")
+	h.lCxActive = listenerStat(st, Gauge, la, "downstream_cx_active")
+	h.lCxLength = listenerStat(st, Hist, la, "downstream_cx_length_ms")
+	h.rxReset, h.txReset = plainStat(st, Counter, "http2.rx_reset"), plainStat(st, Counter, "http2.tx_reset")
+	h.protocolErrors = plainStat(st, Counter, "http2.rx_messaging_error")
+	h.refused = emulatorStat(st, Counter, "refused_streams")
+	h.goAwaySent = emulatorStat(st, Counter, "goaway_sent")
+	h.drainStarted = emulatorStat(st, Counter, "drains_started")
+	h.jwtDenied = emulatorStat(st, Counter, "jwt_denied")
+	h.accessLogged = emulatorStat(st, Counter, "access_log_entries")
+	return h
+}
+
+func (h *hcm) connOpened(sc *serverConn) {
+	for _, s := range []*Stat{h.cxTotal, h.cxHTTP2Total, h.lCxTotal, sc.w.cxTotal} {
+		s.Inc()
+	}
+	for _, s := range []*Stat{h.cxActive, h.cxHTTP2Active, h.lCxActive, sc.w.cxActive} {
+		s.Inc()
+	}
+	sc.w.active.Add(1)
+	h.pod.pool.obs.connOpened()
+}
+
+func (h *hcm) connClosed(sc *serverConn, reason string) {
+	for _, s := range []*Stat{h.cxActive, h.cxHTTP2Active, h.lCxActive, sc.w.cxActive} {
+		s.Dec()
+	}
+	sc.w.active.Add(-1)
+	if reason == "" {
+		h.cxDestroyLocal.Inc()
+	} else {
+		h.cxDestroyRemote.Inc()
+	}
+	ms := float64(time.Since(sc.opened)) / float64(time.Millisecond)
+	h.cxLength.Observe(ms)
+	h.lCxLength.Observe(ms)
+	h.pod.forget(sc)
+}
+
+// handle serves one stream: the request's share of the worker, the filter chain, the upstream
+// round trip, the response's share of the worker per KiB, then the stats and access log.
+func (h *hcm) handle(st *stream) {
+	defer st.finish()
+	sc, m := st.sc, h.pod.pool.model
+	flags := "-"
+	status := 0
+	defer func() {
+		h.finishStats(st, status)
+		if al := sc.cfg.filters.AccessLog; al != nil {
+			if h.pod.pool.access.log(st, status, flags, al.ResponseFlags) {
+				h.accessLogged.Inc()
+				_ = sc.w.Serve(context.Background(), h.pod.pool.access.cost)
+			}
+		}
+	}()
+
+	cost := m.ServiceTime
+	if sc.cfg.filters.JWT != nil && h.pod.role == roleGateway {
+		cost += h.pod.pool.jwt.cost
+	}
+	if err := sc.w.Serve(st.ctx, cost); err != nil {
+		flags = "DC"
+		return
+	}
+	if j := sc.cfg.filters.JWT; j != nil && h.pod.role == roleGateway {
+		if code, msg := h.pod.pool.jwt.check(st.header.Get("Authorization"), j); code != 0 {
+			h.jwtDenied.Inc()
+			status = code
+			_ = st.respond(code, msg)
+			return
+		}
+	}
+	cl := h.pod.route(st, sc.cfg)
+	if cl == nil {
+		status, flags = http.StatusNotFound, "NR"
+		_ = st.respond(status, "no route")
+		return
+	}
+	status, flags = h.proxy(st, cl)
+}
+
+func (h *hcm) finishStats(st *stream, status int) {
+	switch {
+	case status >= 500:
+		h.rq5xx.Inc()
+	case status >= 400:
+		h.rq4xx.Inc()
+	case status >= 300:
+		h.rq3xx.Inc()
+	case status >= 200:
+		h.rq2xx.Inc()
+	}
+	if status != 0 {
+		h.rqTime.Observe(float64(time.Since(st.started)) / float64(time.Millisecond))
+	}
+}
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// proxy forwards the stream to the cluster over the worker's own upstream pool, as an Envoy
+// worker does, and streams the response back. It returns the status and response flags.
+func (h *hcm) proxy(st *stream, cl *cluster) (int, string) {
+	sc := st.sc
+	up := cl.pools[sc.w.ID]
+	var body io.Reader = http.NoBody
+	if st.hasBody {
+		body = st
+	}
+	req, err := http.NewRequestWithContext(st.ctx, st.method, cl.scheme+"://"+cl.addr+st.path, body)
+	if err != nil {
+		_ = st.respond(http.StatusBadRequest, "bad request")
+		return http.StatusBadRequest, "DPE"
+	}
+	for k, vs := range st.header {
+		if !hopByHop[strings.ToLower(k)] {
+			req.Header[k] = vs
+		}
+	}
+	req.Host = st.authority
+	req.Header.Set("X-Forwarded-Proto", "http")
+	if body != http.NoBody {
+		req.ContentLength = -1
+		if cl := st.header.Get("Content-Length"); cl != "" {
+			req.ContentLength, _ = strconv.ParseInt(cl, 10, 64)
+		}
+	}
+	t0 := time.Now()
+	resp, err := up.roundTrip(req)
+	if err != nil {
+		if st.ctx.Err() != nil {
+			return 0, "DC"
+		}
+		_ = st.respond(http.StatusServiceUnavailable, "upstream connect error or disconnect/reset before headers")
+		return http.StatusServiceUnavailable, "UF"
+	}
+	defer resp.Body.Close()
+	defer func() { up.rqDone(resp.StatusCode, time.Since(t0)) }()
+	hdr := resp.Header.Clone()
+	hdr.Set("X-Envoy-Upstream-Service-Time", strconv.FormatInt(time.Since(t0).Milliseconds(), 10))
+	hdr.Del("Content-Length") // HTTP/2 frames the body itself; the upstream's length may not survive trailers
+	if resp.ContentLength >= 0 && len(resp.Trailer) == 0 {
+		hdr.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	}
+	if err := st.writeHeader(resp.StatusCode, hdr, false); err != nil {
+		return resp.StatusCode, "DC"
+	}
+	return resp.StatusCode, h.copyBody(st, cl, resp)
+}
+
+// copyBody streams the upstream body downstream, booking the worker's per-KiB cost as it goes
+// and counting a flow-control pause each time the connection's write buffer made it stop
+// reading the upstream.
+func (h *hcm) copyBody(st *stream, cl *cluster, resp *http.Response) string {
+	sc, m := st.sc, h.pod.pool.model
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	var owed time.Duration
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			cl.rxBuffered.Add(int64(n))
+			cl.rxBytes.Add(int64(n))
+			owed += time.Duration(n) * m.PerKiB / 1024
+			if owed >= 50*time.Microsecond {
+				_ = sc.w.Serve(st.ctx, owed)
+				owed = 0
+			}
+			paused, werr := st.writeData(buf[:n], false)
+			cl.rxBuffered.Add(-int64(n))
+			if paused {
+				cl.pausedReading.Inc()
+				cl.resumedReading.Inc()
+			}
+			if werr != nil {
+				return "DC"
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			if errors.Is(rerr, context.Canceled) || st.ctx.Err() != nil {
+				return "DC"
+			}
+			st.reset(http2.ErrCodeInternal) // the upstream broke off mid-body
+			return "UPE"
+		}
+	}
+	if owed > 0 {
+		_ = sc.w.Serve(st.ctx, owed)
+	}
+	if len(resp.Trailer) > 0 {
+		if err := st.writeTrailers(resp.Trailer); err != nil {
+			return "DC"
+		}
+		return "-"
+	}
+	if _, err := st.writeData(nil, true); err != nil {
+		return "DC"
+	}
+	return "-"
+}

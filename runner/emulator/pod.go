@@ -1,0 +1,307 @@
+package emulator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+type podRole int
+
+const (
+	roleGateway podRole = iota
+	roleWaypoint
+)
+
+// Pod is one emulated gateway (or waypoint) pod: an h2c listener on its own loopback address
+// with one socket per worker, its workers, its upstream clusters, its stats and its admin port.
+type Pod struct {
+	pool  *Pool
+	role  podRole
+	Index int
+	// Name is the pod name the stats and results use (e.g. istio-ingressgateway-5d8f7c9b6d-x7k2p).
+	Name string
+	ip   string
+
+	listenerAddr string // Envoy's listener name, e.g. 0.0.0.0_80
+	hcmPrefix    string // the HCM stat prefix, e.g. outbound_0.0.0.0_80
+	mcsCap       uint32 // a fixed stream cap for listeners Istio configures itself (waypoint HBONE: 100)
+
+	store    *Store
+	hcm      *hcm
+	workers  []*Worker
+	clusters map[string]*cluster
+	cfg      atomic.Pointer[listenerConfig]
+	started  time.Time
+
+	mu        sync.Mutex
+	lns       []net.Listener
+	port      int
+	conns     map[*serverConn]struct{}
+	up        bool
+	admin     *adminServer
+	adminPort int
+	rng       *rand.Rand
+
+	listenerModified, concurrency, live *Stat
+}
+
+// Addr is the pod's data address (ip:port), or "" while it is down.
+func (p *Pod) Addr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.up {
+		return ""
+	}
+	return net.JoinHostPort(p.ip, strconv.Itoa(p.port))
+}
+
+// AdminURL is the base URL of the pod's admin endpoint.
+func (p *Pod) AdminURL() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return "http://" + net.JoinHostPort(p.ip, strconv.Itoa(p.adminPort))
+}
+
+// Up reports whether the pod is serving.
+func (p *Pod) Up() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.up
+}
+
+// Workers returns the pod's workers.
+func (p *Pod) Workers() []*Worker { return p.workers }
+
+// Store returns the pod's stats.
+func (p *Pod) Store() *Store { return p.store }
+
+// build creates a fresh process state: stats, workers, clusters. A restarted pod gets a new
+// one, so its counters start from zero as a restarted Envoy's do.
+func (p *Pod) build(cfg *listenerConfig) {
+	pl := p.pool
+	p.store = NewStore()
+	p.workers = nil
+	workers := pl.cfg.Workers
+	if p.role == roleWaypoint {
+		workers = pl.cfg.WaypointWorkers
+	}
+	for i := 0; i < workers; i++ {
+		p.workers = append(p.workers, newWorker(i, pl.clock, p.store, p.listenerAddr))
+	}
+	p.hcm = newHCM(p)
+	p.clusters = map[string]*cluster{}
+	dial := (&net.Dialer{Timeout: 5 * time.Second}).DialContext
+	if p.role == roleGateway {
+		p.clusters[ClusterHTTPBin] = newCluster(p.store, ClusterHTTPBin, pl.backends.HTTPBin, false, workers, dial)
+		p.clusters[ClusterGRPC] = newCluster(p.store, ClusterGRPC, pl.backends.GRPC, true, workers, dial)
+		if pl.waypointVIP != nil {
+			p.clusters[clusterViaWaypoint] = newCluster(p.store, ClusterHTTPBin, pl.waypointVIP.Addr(), true, workers, dial)
+		}
+	} else {
+		p.clusters[ClusterHTTPBin] = newCluster(p.store, waypointInboundCluster, pl.backends.HTTPBin, false, workers, dial)
+	}
+	p.listenerModified = plainStat(p.store, Counter, "listener_manager.listener_modified")
+	p.concurrency = plainStat(p.store, Gauge, "server.concurrency")
+	p.concurrency.Set(int64(workers))
+	p.live = plainStat(p.store, Gauge, "server.live")
+	p.conns = map[*serverConn]struct{}{}
+	p.cfg.Store(cfg)
+	p.started = time.Now()
+}
+
+// Cluster names, as Istio names them on the ingress gateway and the waypoint.
+const (
+	ClusterHTTPBin         = "outbound|8080||httpbin.igw-test.svc.cluster.local"
+	ClusterGRPC            = "outbound|9000||grpcbin.igw-test.svc.cluster.local"
+	waypointInboundCluster = "inbound-vip|8080|http|httpbin.igw-test.svc.cluster.local"
+	clusterViaWaypoint     = "via-waypoint"
+)
+
+// route picks the cluster for a request, as the lab's routes do: the gRPC host (or any gRPC
+// call) to grpcbin, everything else to httpbin, through the waypoint when it is on.
+func (p *Pod) route(st *stream, cfg *listenerConfig) *cluster {
+	if p.role == roleWaypoint {
+		return p.clusters[ClusterHTTPBin]
+	}
+	host, _, _ := strings.Cut(st.authority, ":")
+	if strings.HasPrefix(host, "grpcbin") || strings.HasPrefix(st.header.Get("Content-Type"), "application/grpc") {
+		return p.clusters[ClusterGRPC]
+	}
+	if cfg.waypoint {
+		if c := p.clusters[clusterViaWaypoint]; c != nil {
+			return c
+		}
+	}
+	return p.clusters[ClusterHTTPBin]
+}
+
+// listen opens one SO_REUSEPORT socket per worker on the pod's address, on port (0 picks one).
+func (p *Pod) listen(port int) error {
+	lc := net.ListenConfig{Control: reusePortControl}
+	var lns []net.Listener
+	for i := range p.workers {
+		ln, err := lc.Listen(context.Background(), "tcp", net.JoinHostPort(p.ip, strconv.Itoa(port)))
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return fmt.Errorf("pod %s worker %d: listen on %s: %w", p.Name, i, p.ip, err)
+		}
+		port = ln.Addr().(*net.TCPAddr).Port
+		lns = append(lns, ln)
+	}
+	p.mu.Lock()
+	p.lns, p.port, p.up = lns, port, true
+	p.mu.Unlock()
+	p.live.Set(1)
+	for i, ln := range lns {
+		go p.acceptLoop(i, ln)
+	}
+	return nil
+}
+
+func (p *Pod) acceptLoop(socket int, ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		go p.accept(c, socket)
+	}
+}
+
+// accept serves a connection that arrived on a worker's socket (socket >= 0), or that the L4
+// balancer handed over directly (socket < 0, like a DNAT'd connection arriving at the pod).
+func (p *Pod) accept(c net.Conn, socket int) {
+	p.serveConn(p.assign(socket, c.RemoteAddr()), c)
+}
+
+// assign picks the worker for a connection the kernel handed to socket's worker: the same
+// worker (SO_REUSEPORT hashing), the least loaded one (exact_balance), or any waiting worker
+// when reuse_port is off and all workers accept from one socket. A connection handed over by
+// the balancer did not pass the kernel's SO_REUSEPORT selection, so it gets the same kind of
+// choice: a hash of its peer address.
+func (p *Pod) assign(socket int, peer net.Addr) *Worker {
+	cfg := p.cfg.Load()
+	switch {
+	case cfg.exactBalance:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		best := p.workers[0]
+		for _, w := range p.workers[1:] {
+			if w.active.Load() < best.active.Load() {
+				best = w
+			}
+		}
+		return best
+	case !cfg.reusePort:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.workers[p.rng.IntN(len(p.workers))]
+	case socket < 0 || !kernelHashesReusePort:
+		return p.workers[hashAddr(peer.String())%uint32(len(p.workers))]
+	default:
+		return p.workers[socket]
+	}
+}
+
+func hashAddr(s string) uint32 {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * 16777619
+	}
+	return h
+}
+
+func (p *Pod) serveConn(w *Worker, c net.Conn) {
+	cfg := p.cfg.Load()
+	if p.mcsCap > 0 && cfg.maxConcurrentStreams > p.mcsCap {
+		cp := *cfg
+		cp.maxConcurrentStreams = p.mcsCap
+		cfg = &cp
+	}
+	w.Book(p.pool.model.ConnCost)
+	sc := newServerConn(p.hcm, w, cfg, c)
+	p.mu.Lock()
+	if !p.up {
+		p.mu.Unlock()
+		c.Close()
+		return
+	}
+	p.conns[sc] = struct{}{}
+	p.mu.Unlock()
+	p.hcm.connOpened(sc)
+	sc.serve()
+}
+
+func (p *Pod) forget(sc *serverConn) {
+	p.mu.Lock()
+	delete(p.conns, sc)
+	p.mu.Unlock()
+}
+
+// apply installs a new configuration. Like an Envoy listener update, connections accepted
+// under the old one are drained; it returns how many.
+func (p *Pod) apply(cfg *listenerConfig, changed bool) int {
+	p.cfg.Store(cfg)
+	if !changed {
+		return 0
+	}
+	p.listenerModified.Inc()
+	p.mu.Lock()
+	conns := make([]*serverConn, 0, len(p.conns))
+	for sc := range p.conns {
+		conns = append(conns, sc)
+	}
+	p.mu.Unlock()
+	for _, sc := range conns {
+		go sc.startDrain("listener_update")
+	}
+	return len(conns)
+}
+
+// OpenConnections counts the pod's open downstream connections.
+func (p *Pod) OpenConnections() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns)
+}
+
+// stop closes the listeners and every connection abruptly, as a killed pod does.
+func (p *Pod) stop() {
+	p.mu.Lock()
+	p.up = false
+	lns := p.lns
+	p.lns = nil
+	conns := make([]*serverConn, 0, len(p.conns))
+	for sc := range p.conns {
+		conns = append(conns, sc)
+	}
+	p.mu.Unlock()
+	for _, ln := range lns {
+		ln.Close()
+	}
+	for _, sc := range conns {
+		sc.close("killed")
+	}
+	if p.live != nil {
+		p.live.Set(0)
+	}
+	for _, c := range p.clusters {
+		for _, up := range c.pools {
+			up.close()
+		}
+	}
+}

@@ -1,0 +1,316 @@
+// Package emulator is the local target's gateway pool: N emulated Istio ingress gateway pods on
+// distinct loopback addresses, each with W workers, behind an L4 balancer that places every
+// connection on a random pod as kube-proxy does, with an optional ambient waypoint tier and
+// real backends (go-httpbin and a gRPC server).
+//
+// It is a model of Envoy's threading on real sockets and a real HTTP/2 stack, not Envoy: a
+// connection is pinned to one worker for life; a worker serves the work of all its connections
+// one piece at a time on a virtual clock (service time per request plus per KiB), so a worker
+// that gets too much work queues it while the rest of the pool idles; every scenario knob is
+// applied with Envoy's semantics; and each pod serves Envoy's stat names, as Istio's proxy
+// names them, on its own admin port.
+package emulator
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// Model sets the virtual cost of work on a worker.
+type Model struct {
+	// ServiceTime is the work per request (header processing, routing, filters).
+	ServiceTime time.Duration
+	// PerKiB is the work per KiB of response body proxied.
+	PerKiB time.Duration
+	// ConnCost is the work to accept and set up a connection.
+	ConnCost time.Duration
+}
+
+// DefaultModel makes one worker serve about 2,500 small requests a second: well below what the
+// harness itself can carry on two cores, so a saturated worker, not the machine, is what a
+// concentrated scenario runs into.
+var DefaultModel = Model{ServiceTime: 400 * time.Microsecond, PerKiB: 2 * time.Microsecond, ConnCost: 30 * time.Microsecond}
+
+// Config sizes the pool.
+type Config struct {
+	Pods            int // gateway pods (6)
+	Workers         int // workers per gateway pod: Envoy's concurrency (1)
+	WaypointPods    int // waypoint pods (3)
+	WaypointWorkers int // workers per waypoint pod (2)
+	Model           Model
+	Balance         string // L4 balance mode (random)
+	L4Path          string // handoff (DNAT-like, default) or proxy
+	VIPPort         int    // the gateway VIP's port on 127.0.0.1 (0 picks one)
+	Seed            uint64 // seeds pod placement; 0 picks one
+	AccessLog       io.Writer
+	// ListenerPort is the port Envoy's listener is named after in stats (80 for the Istio
+	// gateway chart); the emulated pods really listen on ephemeral loopback ports.
+	ListenerPort int
+}
+
+// Check validates the configuration.
+func (c *Config) Check() error {
+	if c.Pods < 1 || c.Pods > 64 {
+		return fmt.Errorf("pods %d: allowed 1..64", c.Pods)
+	}
+	if c.Workers < 1 || c.Workers > 64 {
+		return fmt.Errorf("concurrency %d: allowed 1..64 workers per pod", c.Workers)
+	}
+	if c.WaypointPods < 0 || c.WaypointPods > 32 {
+		return fmt.Errorf("waypoint pods %d: allowed 0..32", c.WaypointPods)
+	}
+	if c.WaypointWorkers < 1 || c.WaypointWorkers > 64 {
+		return fmt.Errorf("waypoint workers %d: allowed 1..64", c.WaypointWorkers)
+	}
+	if c.Model.ServiceTime <= 0 || c.Model.ServiceTime > time.Second {
+		return fmt.Errorf("service time %s: allowed (0, 1s]", c.Model.ServiceTime)
+	}
+	if c.VIPPort < 0 || c.VIPPort > 65535 {
+		return fmt.Errorf("port %d: allowed 0..65535 (0 picks a free port)", c.VIPPort)
+	}
+	if c.Model.PerKiB < 0 || c.Model.ConnCost < 0 {
+		return errors.New("per-KiB and connection costs must not be negative")
+	}
+	return nil
+}
+
+// Pool is a running emulated gateway pool.
+type Pool struct {
+	cfg      Config
+	model    Model
+	clock    *Clock
+	backends *Backends
+	jwt      *jwtAuthn
+	access   *accessLog
+
+	gateway     []*Pod
+	waypoints   []*Pod
+	vip         *Balancer
+	waypointVIP *Balancer
+
+	obs observer
+
+	mu         sync.Mutex
+	generation int
+	setup      Setup
+	events     []Event
+}
+
+// Event is something that happened to the pool (a knob change, a pod killed or restarted).
+type Event struct {
+	Time   time.Time `json:"time"`
+	Kind   string    `json:"kind"`
+	Pod    string    `json:"pod,omitempty"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// Start brings the pool up: backends, waypoint tier, gateway pods, balancers.
+func Start(cfg Config) (*Pool, error) {
+	if cfg.WaypointWorkers == 0 {
+		cfg.WaypointWorkers = 2
+	}
+	if cfg.ListenerPort == 0 {
+		cfg.ListenerPort = 80
+	}
+	if cfg.Balance == "" {
+		cfg.Balance = BalanceRandom
+	}
+	if cfg.L4Path == "" {
+		cfg.L4Path = PathHandoff
+	}
+	if cfg.Model == (Model{}) {
+		cfg.Model = DefaultModel
+	}
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = uint64(time.Now().UnixNano())
+	}
+	p := &Pool{cfg: cfg, model: cfg.Model, clock: NewClock()}
+	var err error
+	if p.backends, err = StartBackends(); err != nil {
+		p.Close()
+		return nil, err
+	}
+	if p.jwt, err = newJWTAuthn(); err != nil {
+		p.Close()
+		return nil, err
+	}
+	p.access = newAccessLog(cfg.AccessLog)
+	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed>>1))
+	base := newListenerConfig(Setup{}, 0)
+
+	wpCfg := newListenerConfig(Setup{}, 0)
+	for i := 0; i < cfg.WaypointPods; i++ {
+		pod := p.newPod(roleWaypoint, i, rng, "igw-test-waypoint", "0.0.0.0_15008", "inbound_0.0.0.0_15008", 1)
+		pod.mcsCap = 100 // Istio caps streams on the HBONE listener: all its streams share one worker
+		pod.build(wpCfg)
+		if err := pod.listen(0); err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.waypoints = append(p.waypoints, pod)
+	}
+	if len(p.waypoints) > 0 {
+		if p.waypointVIP, err = newBalancer("127.0.0.1:0", BalanceRandom, cfg.L4Path, cfg.Seed^0xabcdef, func() []*Pod { return p.waypoints }); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
+	lport := fmt.Sprint(cfg.ListenerPort)
+	for i := 0; i < cfg.Pods; i++ {
+		pod := p.newPod(roleGateway, i, rng, "istio-ingressgateway", "0.0.0.0_"+lport, "outbound_0.0.0.0_"+lport, 0)
+		pod.build(base)
+		if err := pod.listen(0); err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.gateway = append(p.gateway, pod)
+	}
+	if p.vip, err = newBalancer(net.JoinHostPort("127.0.0.1", fmt.Sprint(cfg.VIPPort)), cfg.Balance, cfg.L4Path, cfg.Seed, func() []*Pod { return p.gateway }); err != nil {
+		p.Close()
+		return nil, err
+	}
+	for _, pod := range append(append([]*Pod{}, p.gateway...), p.waypoints...) {
+		if err := pod.startAdmin(0); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// newPod names a pod like a Deployment's pod and gives it the next loopback address.
+func (p *Pool) newPod(role podRole, i int, rng *rand.Rand, deploy, listener, prefix string, block int) *Pod {
+	const letters = "bcdfghjklmnpqrstvwxz2456789"
+	suffix := make([]byte, 5)
+	for j := range suffix {
+		suffix[j] = letters[rng.IntN(len(letters))]
+	}
+	rs := map[podRole]string{roleGateway: "5d8f7c9b6d", roleWaypoint: "6b9f8d7c5f"}[role]
+	return &Pod{
+		pool: p, role: role, Index: i,
+		Name:         fmt.Sprintf("%s-%s-%s", deploy, rs, suffix),
+		ip:           podIP(block, i),
+		listenerAddr: listener, hcmPrefix: prefix,
+		rng: rand.New(rand.NewPCG(rng.Uint64(), uint64(i))),
+	}
+}
+
+var (
+	loopbackOnce  sync.Once
+	loopbackAlias bool
+)
+
+// podIP gives pod i of a tier its own loopback address (127.0.<block>.<i+2>). Where only
+// 127.0.0.1 exists (macOS without aliases), every pod shares it on its own port.
+func podIP(block, i int) string {
+	loopbackOnce.Do(func() {
+		ln, err := net.Listen("tcp", "127.0.0.2:0")
+		if err == nil {
+			ln.Close()
+			loopbackAlias = true
+		} else if !errors.Is(err, syscall.EADDRNOTAVAIL) && !strings.Contains(err.Error(), "assign requested address") {
+			loopbackAlias = true
+		}
+	})
+	if !loopbackAlias {
+		return "127.0.0.1"
+	}
+	return fmt.Sprintf("127.0.%d.%d", block, i+2)
+}
+
+// VIP is the gateway Service's address (host:port) that clients connect to.
+func (p *Pool) VIP() string { return p.vip.Addr() }
+
+// Pods returns the gateway pods.
+func (p *Pool) Pods() []*Pod { return p.gateway }
+
+// Waypoints returns the waypoint pods.
+func (p *Pool) Waypoints() []*Pod { return p.waypoints }
+
+// Balancer returns the gateway tier's L4 balancer.
+func (p *Pool) Balancer() *Balancer { return p.vip }
+
+// Config returns the pool's configuration.
+func (p *Pool) Config() Config { return p.cfg }
+
+// Token mints a JWT that scenario 11's filter accepts.
+func (p *Pool) Token(issuer string) string { return p.jwt.Token(issuer, 24*time.Hour) }
+
+// JWKS is the public key set the JWT filter trusts.
+func (p *Pool) JWKS() string { return p.jwt.JWKS() }
+
+// FilterCosts reports the measured per-request costs of scenario 11's filters.
+func (p *Pool) FilterCosts() (jwt, accessLogEntry time.Duration) { return p.jwt.cost, p.access.cost }
+
+// Apply installs a scenario's setup on every gateway pod, as an EnvoyFilter change reaches
+// every gateway through istiod. Connections accepted under the previous setup drain. It
+// returns how many connections were asked to drain.
+func (p *Pool) Apply(s Setup) int {
+	p.mu.Lock()
+	p.generation++
+	changed := setupKey(p.setup) != setupKey(s)
+	p.setup = s
+	cfg := newListenerConfig(s, p.generation)
+	gen := p.generation
+	p.mu.Unlock()
+	drained := 0
+	for _, pod := range p.gateway {
+		drained += pod.apply(cfg, changed)
+	}
+	p.event("apply", "", fmt.Sprintf("generation %d, changed %v, %d connections draining", gen, changed, drained))
+	return drained
+}
+
+// setupKey renders a setup canonically, to tell a real change from a re-apply.
+func setupKey(s Setup) string {
+	b, _ := json.Marshal(struct {
+		K any
+		F stacks.Filters
+		W bool
+	}{s.Knobs.Set(), s.Filters, s.Waypoint})
+	return string(b)
+}
+
+func (p *Pool) event(kind, pod, detail string) {
+	p.mu.Lock()
+	p.events = append(p.events, Event{Time: time.Now(), Kind: kind, Pod: pod, Detail: detail})
+	p.mu.Unlock()
+}
+
+// Events returns what happened since start.
+func (p *Pool) Events() []Event {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Event(nil), p.events...)
+}
+
+// Close stops everything.
+func (p *Pool) Close() {
+	if p.vip != nil {
+		p.vip.Close()
+	}
+	if p.waypointVIP != nil {
+		p.waypointVIP.Close()
+	}
+	for _, pod := range append(append([]*Pod{}, p.gateway...), p.waypoints...) {
+		pod.stop()
+		pod.stopAdmin()
+	}
+	if p.backends != nil {
+		p.backends.Close()
+	}
+	p.clock.Close()
+}

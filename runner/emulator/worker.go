@@ -1,0 +1,67 @@
+package emulator
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Worker is one Envoy worker thread of a pod, modelled as a single server: every piece of work
+// of every connection pinned to it is served one at a time, in arrival order, on a virtual
+// clock. Booking work moves the worker's "busy until" forward; the caller then waits until its
+// work is done. No CPU is burnt, so many pods fit on a small machine, yet a worker that is
+// offered more than it can serve builds a queue exactly as a saturated thread does, while the
+// pool as a whole sits idle.
+type Worker struct {
+	ID    int
+	clock *Clock
+
+	mu        sync.Mutex
+	busyUntil time.Time
+
+	active   atomic.Int64 // connections pinned here
+	busyNs   *Stat
+	cxTotal  *Stat
+	cxActive *Stat
+}
+
+func newWorker(id int, clock *Clock, st *Store, listenerAddr string) *Worker {
+	w := &Worker{ID: id, clock: clock}
+	wl := Label{"worker", strconv.Itoa(id)}
+	w.busyNs = emulatorStat(st, Counter, "worker_busy_ns", wl)
+	w.cxTotal = workerStat(st, Counter, listenerAddr, id, "downstream_cx_total")
+	w.cxActive = workerStat(st, Gauge, listenerAddr, id, "downstream_cx_active")
+	return w
+}
+
+// Book queues d of work on the worker and returns when it would complete.
+func (w *Worker) Book(d time.Duration) time.Time {
+	now := time.Now()
+	w.mu.Lock()
+	start := w.busyUntil
+	if start.Before(now) {
+		start = now
+	}
+	end := start.Add(d)
+	w.busyUntil = end
+	w.mu.Unlock()
+	w.busyNs.Add(int64(d))
+	return end
+}
+
+// Serve books d of work and waits until it is done.
+func (w *Worker) Serve(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	return w.clock.SleepUntil(ctx, w.Book(d))
+}
+
+// Backlog is how much booked work is still ahead of the worker.
+func (w *Worker) Backlog() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return max(0, time.Until(w.busyUntil))
+}

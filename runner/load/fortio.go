@@ -1,0 +1,113 @@
+package load
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http/httptrace"
+	"sort"
+	"sync"
+
+	"fortio.org/fortio/fhttp"
+	"fortio.org/fortio/periodic"
+	"fortio.org/log"
+
+	"github.com/igwlab/igwlab/h2dial"
+)
+
+var fortioLogOnce sync.Once
+
+// runFortio runs fortio's HTTP runner in-process: -h2 (std client over h2c), -c goroutines,
+// -qps total. Each goroutine owns one client and one transport, hence one connection.
+func runFortio(ctx context.Context, s Spec) (*Result, error) {
+	fortioLogOnce.Do(func() { log.SetLogLevelQuiet(log.Error) })
+	var out bytes.Buffer
+	counts := &connCounter{reqs: map[any]int64{}}
+	o := fhttp.HTTPRunnerOptions{}
+	o.RunnerOptions = periodic.RunnerOptions{
+		QPS: s.QPS, Duration: s.Duration, NumThreads: s.Concurrency, Out: &out,
+		Percentiles: []float64{50, 75, 90, 99, 99.9}, Stop: periodic.NewAborter(),
+	}
+	if s.QPS == 0 {
+		o.RunnerOptions.QPS = -1 // fortio's "as fast as possible"
+	}
+	o.HTTPOptions = fhttp.HTTPOptions{URL: "http://" + s.Target + s.Path, H2: true, DisableFastClient: true,
+		NumConnections: 1, AllowHalfClose: false}
+	o.HTTPOptions.InitHeaders()
+	for k, v := range s.Headers {
+		if err := o.HTTPOptions.AddAndValidateExtraHeader(k + ": " + v); err != nil {
+			return nil, fmt.Errorf("fortio header %s: %w", k, err)
+		}
+	}
+	o.HTTPOptions.ClientTrace = func(context.Context) *httptrace.ClientTrace { return counts.trace }
+	counts.trace = &httptrace.ClientTrace{GotConn: counts.got}
+	stop := o.RunnerOptions.Stop
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			stop.Abort(false)
+		case <-done:
+		}
+	}()
+	res, err := fhttp.RunHTTPTest(&o)
+	close(done)
+	if err != nil {
+		return nil, fmt.Errorf("fortio: %w", err)
+	}
+	r := &Result{Client: "fortio", RPS: res.ActualQPS, Native: res, Text: out.String()}
+	for code, n := range res.RetCodes {
+		r.Requests += n
+		if code < 200 || code >= 400 {
+			r.Errors += n
+		}
+	}
+	if h := res.DurationHistogram; h != nil {
+		r.Latency = h2dial.Latency{Count: uint64(h.Count), Min: h.Min * 1000, Mean: h.Avg * 1000, Max: h.Max * 1000}
+		for _, p := range h.Percentiles {
+			v := p.Value * 1000
+			switch p.Percentile {
+			case 50:
+				r.Latency.P50 = v
+			case 75:
+				r.Latency.P75 = v
+			case 90:
+				r.Latency.P90 = v
+			case 99:
+				r.Latency.P99 = v
+			case 99.9:
+				r.Latency.P999 = v
+			}
+		}
+	}
+	r.ConnectionsOpened, r.PerConnection = counts.result()
+	return r, nil
+}
+
+// connCounter credits each request to the connection it used, through httptrace.
+type connCounter struct {
+	mu    sync.Mutex
+	reqs  map[any]int64
+	order []any
+	trace *httptrace.ClientTrace
+}
+
+func (c *connCounter) got(info httptrace.GotConnInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.reqs[info.Conn]; !ok {
+		c.order = append(c.order, info.Conn)
+	}
+	c.reqs[info.Conn]++
+}
+
+func (c *connCounter) result() (int, []int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]int64, 0, len(c.order))
+	for _, k := range c.order {
+		out = append(out, c.reqs[k])
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] > out[j] })
+	return len(out), out
+}

@@ -1,0 +1,111 @@
+// Package load drives the lab's clients against a target address: h2dial (a Go client that
+// dials new connections at the stream cap), fortio as a library (one client per goroutine: a
+// fixed pool that queues) and a gRPC client with one ClientConn (queues at the stream limit,
+// as ghz --connections=1 does). Every driver reports the same Result, plus the client's own
+// native output for the results folder.
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/igwlab/igwlab/h2dial"
+)
+
+// Spec is one client run.
+type Spec struct {
+	Kind        string // h2dial, fortio, grpc
+	Mode        string // h2dial: shared or distinct
+	Concurrency int
+	Connections int // grpc
+	Target      string
+	Path        string
+	QPS         float64
+	Duration    time.Duration
+	SlowPath    string
+	SlowWorkers int
+	Headers     map[string]string
+	Authority   string
+	AllowRemote bool
+}
+
+// Result is what a client saw.
+type Result struct {
+	Client            string             `json:"client"`
+	Requests          int64              `json:"requests"`
+	Errors            int64              `json:"errors"`
+	RPS               float64            `json:"rps"`
+	Latency           h2dial.Latency     `json:"latency"`
+	ConnectionsOpened int                `json:"connections_opened"`
+	PerConnection     []int64            `json:"requests_per_connection"`
+	Slow              *h2dial.SlowResult `json:"slow,omitempty"`
+	ErrorKinds        map[string]int64   `json:"error_kinds,omitempty"`
+
+	// Native is the client's own result, written as <client>.json; Text its own summary.
+	Native any    `json:"-"`
+	Text   string `json:"-"`
+}
+
+// Run drives the client the spec names.
+func Run(ctx context.Context, s Spec) (*Result, error) {
+	if s.Duration <= 0 {
+		return nil, errors.New("load: duration must be positive")
+	}
+	if !s.AllowRemote {
+		if err := checkLoopback(s.Target); err != nil {
+			return nil, err
+		}
+	}
+	switch s.Kind {
+	case "h2dial":
+		return runH2dial(ctx, s)
+	case "fortio":
+		return runFortio(ctx, s)
+	case "grpc":
+		return runGRPC(ctx, s)
+	}
+	return nil, fmt.Errorf("load: unknown client %q (allowed h2dial, fortio, grpc)", s.Kind)
+}
+
+// checkLoopback refuses targets outside 127.0.0.0/8: load only goes where the user allowed it.
+func checkLoopback(target string) error {
+	host, _, err := net.SplitHostPort(target)
+	if err != nil {
+		return fmt.Errorf("load: target %q: want host:port", target)
+	}
+	ip := net.ParseIP(host)
+	if host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return nil
+	}
+	return fmt.Errorf("load: refusing to send load to %s: only loopback (127.0.0.0/8) targets are allowed here", target)
+}
+
+func runH2dial(ctx context.Context, s Spec) (*Result, error) {
+	o := h2dial.Options{
+		URL: "http://" + s.Target + s.Path, Mode: h2dial.Mode(s.Mode), Concurrency: s.Concurrency,
+		Duration: s.Duration, QPS: s.QPS, SlowWorkers: s.SlowWorkers, AllowRemote: s.AllowRemote,
+		Header: map[string][]string{},
+	}
+	if s.SlowPath != "" {
+		o.SlowURL = "http://" + s.Target + s.SlowPath
+	}
+	for k, v := range s.Headers {
+		o.Header.Set(k, v)
+	}
+	r, err := h2dial.Run(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	var text strings.Builder
+	_ = r.WriteText(&text)
+	out := &Result{Client: "h2dial", Requests: r.Requests, Errors: r.Errors, RPS: r.RPS, Latency: r.Latency,
+		ConnectionsOpened: r.ConnectionsOpened, Slow: r.Slow, ErrorKinds: r.ErrorKinds, Native: r, Text: text.String()}
+	for _, c := range r.Connections {
+		out.PerConnection = append(out.PerConnection, c.Requests)
+	}
+	return out, nil
+}

@@ -1,0 +1,235 @@
+package stats
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Names are the installation-specific names a gateway reports under.
+type Names struct {
+	// HCMPrefix is the http_conn_manager_prefix label (outbound_0.0.0.0_80 on the Istio gateway
+	// chart, outbound_0.0.0.0_8080 on the older istioctl gateway). In the admin's own names it
+	// carries a trailing ";": http.outbound_0.0.0.0_80;.downstream_cx_total.
+	HCMPrefix string `json:"hcm_prefix"`
+	// Listener is the listener_address label, e.g. 0.0.0.0_80.
+	Listener string `json:"listener"`
+	// Cluster is the upstream cluster's cluster_name label.
+	Cluster string `json:"cluster"`
+}
+
+// notGateway are HCM prefixes of Istio's own listeners (admin, stats, health), not traffic.
+var notGateway = []string{"admin", "prometheus_stats", "stats", "agent", "inbound_0.0.0.0_15021", "inbound_0.0.0.0_15090"}
+
+// Discover finds the HCM prefix, listener and upstream cluster from what the pods report: the
+// traffic-carrying outbound HCM with the most connections, the listener it belongs to, and
+// the cluster whose name contains clusterHint with the most requests.
+func Discover(snaps []Snapshot, clusterHint string) (Names, error) {
+	prefixes := map[string]float64{}
+	listeners := map[string]float64{}
+	clusters := map[string]float64{}
+	for _, s := range snaps {
+		for k, v := range s.LabelValues("envoy_http_downstream_cx_total", "http_conn_manager_prefix") {
+			prefixes[k] += v + 1e-9 // present but idle still counts, below any traffic
+		}
+		for k, v := range s.LabelValues("envoy_listener_downstream_cx_total", "listener_address") {
+			listeners[k] += v + 1e-9
+		}
+		for k, v := range s.LabelValues("envoy_cluster_upstream_rq_total", "cluster_name") {
+			if strings.Contains(k, clusterHint) {
+				clusters[k] += v + 1e-9
+			}
+		}
+	}
+	var n Names
+	n.HCMPrefix = best(prefixes, func(p string) bool {
+		for _, x := range notGateway {
+			if p == x {
+				return false
+			}
+		}
+		return strings.HasPrefix(p, "outbound_")
+	})
+	if n.HCMPrefix == "" {
+		return n, fmt.Errorf("no gateway HTTP connection manager stats found (envoy_http_downstream_cx_total with an outbound_ prefix); is proxyStatsMatcher including http.*downstream_cx.*?")
+	}
+	want := strings.TrimPrefix(n.HCMPrefix, "outbound_")
+	if _, ok := listeners[want]; ok {
+		n.Listener = want
+	} else {
+		n.Listener = best(listeners, func(string) bool { return true })
+	}
+	n.Cluster = best(clusters, func(string) bool { return true })
+	return n, nil
+}
+
+func best(m map[string]float64, ok func(string) bool) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		if ok(k) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[0]
+}
+
+// Pod is one pod's numbers under the discovered names.
+type Pod struct {
+	Name string `json:"name"`
+
+	CxHTTP2Total       float64 `json:"downstream_cx_http2_total"`
+	CxTotal            float64 `json:"downstream_cx_total"`
+	CxActive           float64 `json:"downstream_cx_active"`
+	RqTotal            float64 `json:"downstream_rq_total"`
+	RqActive           float64 `json:"downstream_rq_active"`
+	Rq2xx              float64 `json:"downstream_rq_2xx"`
+	Rq4xx              float64 `json:"downstream_rq_4xx"`
+	Rq5xx              float64 `json:"downstream_rq_5xx"`
+	MaxRequestsReached float64 `json:"downstream_cx_max_requests_reached"`
+	MaxDurationReached float64 `json:"downstream_cx_max_duration_reached"`
+	RqIdleTimeout      float64 `json:"downstream_rq_idle_timeout"`
+	CxIdleTimeout      float64 `json:"downstream_cx_idle_timeout"`
+	DrainClose         float64 `json:"downstream_cx_drain_close"`
+	// Emulator-only (igwlab.*) stats; absent on a real Envoy.
+	Drains         float64 `json:"drains_started"`
+	GoAwaySent     float64 `json:"goaway_sent"`
+	RefusedStreams float64 `json:"refused_streams"`
+
+	WorkerCx     map[int]float64 `json:"worker_cx_total"`
+	WorkerActive map[int]float64 `json:"worker_cx_active"`
+	WorkerBusyNs map[int]float64 `json:"worker_busy_ns,omitempty"`
+
+	UpCxTotal       float64 `json:"upstream_cx_total"`
+	UpRqTotal       float64 `json:"upstream_rq_total"`
+	PendingActive   float64 `json:"upstream_rq_pending_active"`
+	PendingOverflow float64 `json:"upstream_rq_pending_overflow"`
+	CxOverflow      float64 `json:"upstream_cx_overflow"`
+	Paused          float64 `json:"upstream_flow_control_paused_reading_total"`
+	Resumed         float64 `json:"upstream_flow_control_resumed_reading_total"`
+	RxBuffered      float64 `json:"upstream_cx_rx_bytes_buffered"`
+	TxBuffered      float64 `json:"upstream_cx_tx_bytes_buffered"`
+	SSLHandshake    float64 `json:"ssl_handshake"`
+
+	RqTime Buckets `json:"-"`
+	// Emulated is true when the pod reports the emulator's own igwlab.* stats.
+	Emulated bool `json:"-"`
+	// Present is false when the pod could not be read.
+	Present bool `json:"present"`
+}
+
+// Extract reads a pod's numbers from a snapshot.
+func Extract(s Snapshot, n Names) Pod {
+	h := Labels{"http_conn_manager_prefix": n.HCMPrefix}
+	c := Labels{"cluster_name": n.Cluster}
+	l := Labels{"listener_address": n.Listener}
+	get := func(name string, want Labels) float64 { return s.Sum(name, want) }
+	p := Pod{Name: s.Pod, Present: s.Families != nil}
+	p.CxHTTP2Total = get("envoy_http_downstream_cx_http2_total", h)
+	p.CxTotal = get("envoy_http_downstream_cx_total", h)
+	p.CxActive = get("envoy_http_downstream_cx_active", h)
+	p.RqTotal = get("envoy_http_downstream_rq_total", h)
+	p.RqActive = get("envoy_http_downstream_rq_active", h)
+	p.Rq2xx = get("envoy_http_downstream_rq_2xx", h)
+	p.Rq4xx = get("envoy_http_downstream_rq_4xx", h)
+	p.Rq5xx = get("envoy_http_downstream_rq_5xx", h)
+	p.MaxRequestsReached = get("envoy_http_downstream_cx_max_requests_reached", h)
+	p.MaxDurationReached = get("envoy_http_downstream_cx_max_duration_reached", h)
+	p.RqIdleTimeout = get("envoy_http_downstream_rq_idle_timeout", h)
+	p.CxIdleTimeout = get("envoy_http_downstream_cx_idle_timeout", h)
+	p.DrainClose = get("envoy_http_downstream_cx_drain_close", h)
+	p.Drains = get("envoy_igwlab_drains_started", nil)
+	p.GoAwaySent = get("envoy_igwlab_goaway_sent", nil)
+	p.RefusedStreams = get("envoy_igwlab_refused_streams", nil)
+	p.WorkerCx = s.WorkerSeries("downstream_cx_total", n.Listener)
+	p.WorkerActive = s.WorkerSeries("downstream_cx_active", n.Listener)
+	p.WorkerBusyNs = s.LabelIntValues("envoy_igwlab_worker_busy_ns", "worker")
+	p.UpCxTotal = get("envoy_cluster_upstream_cx_total", c)
+	p.UpRqTotal = get("envoy_cluster_upstream_rq_total", c)
+	p.PendingActive = get("envoy_cluster_upstream_rq_pending_active", c)
+	p.PendingOverflow = get("envoy_cluster_upstream_rq_pending_overflow", c)
+	p.CxOverflow = get("envoy_cluster_upstream_cx_overflow", c)
+	p.Paused = get("envoy_cluster_upstream_flow_control_paused_reading_total", c)
+	p.Resumed = get("envoy_cluster_upstream_flow_control_resumed_reading_total", c)
+	p.RxBuffered = get("envoy_cluster_upstream_cx_rx_bytes_buffered", c)
+	p.TxBuffered = get("envoy_cluster_upstream_cx_tx_bytes_buffered", c)
+	p.SSLHandshake = get("envoy_listener_ssl_handshake", l)
+	p.RqTime = s.Histogram("envoy_http_downstream_rq_time", h)
+	p.Emulated = s.Families["envoy_igwlab_drains_started"] != nil
+	return p
+}
+
+// LabelIntValues is LabelValues with integer label values (worker ids).
+func (s Snapshot) LabelIntValues(name, label string) map[int]float64 {
+	out := map[int]float64{}
+	for k, v := range s.LabelValues(name, label) {
+		var n int
+		if _, err := fmt.Sscanf(k, "%d", &n); err == nil {
+			out[n] = v
+		}
+	}
+	return out
+}
+
+// Delta returns what happened between pre and post: counters subtract, gauges keep the later
+// reading. A counter that went down means the pod restarted: the later reading is the whole
+// window, and Restarted says so.
+func Delta(pre, post Pod) (d Pod, restarted bool) {
+	d = post
+	sub := func(a, b float64) float64 {
+		if b < a {
+			restarted = true
+			return b
+		}
+		return b - a
+	}
+	d.CxHTTP2Total = sub(pre.CxHTTP2Total, post.CxHTTP2Total)
+	d.CxTotal = sub(pre.CxTotal, post.CxTotal)
+	d.RqTotal = sub(pre.RqTotal, post.RqTotal)
+	d.Rq2xx = sub(pre.Rq2xx, post.Rq2xx)
+	d.Rq4xx = sub(pre.Rq4xx, post.Rq4xx)
+	d.Rq5xx = sub(pre.Rq5xx, post.Rq5xx)
+	d.MaxRequestsReached = sub(pre.MaxRequestsReached, post.MaxRequestsReached)
+	d.MaxDurationReached = sub(pre.MaxDurationReached, post.MaxDurationReached)
+	d.RqIdleTimeout = sub(pre.RqIdleTimeout, post.RqIdleTimeout)
+	d.CxIdleTimeout = sub(pre.CxIdleTimeout, post.CxIdleTimeout)
+	d.DrainClose = sub(pre.DrainClose, post.DrainClose)
+	d.Drains = sub(pre.Drains, post.Drains)
+	d.GoAwaySent = sub(pre.GoAwaySent, post.GoAwaySent)
+	d.RefusedStreams = sub(pre.RefusedStreams, post.RefusedStreams)
+	d.UpCxTotal = sub(pre.UpCxTotal, post.UpCxTotal)
+	d.UpRqTotal = sub(pre.UpRqTotal, post.UpRqTotal)
+	d.PendingOverflow = sub(pre.PendingOverflow, post.PendingOverflow)
+	d.CxOverflow = sub(pre.CxOverflow, post.CxOverflow)
+	d.Paused = sub(pre.Paused, post.Paused)
+	d.Resumed = sub(pre.Resumed, post.Resumed)
+	d.SSLHandshake = sub(pre.SSLHandshake, post.SSLHandshake)
+	d.WorkerCx = subMap(pre.WorkerCx, post.WorkerCx, &restarted)
+	d.WorkerBusyNs = subMap(pre.WorkerBusyNs, post.WorkerBusyNs, &restarted)
+	d.RqTime = post.RqTime.Sub(pre.RqTime)
+	if !pre.Present {
+		d = post // nothing to subtract: a pod that came up during the window
+	}
+	return d, restarted
+}
+
+func subMap(pre, post map[int]float64, restarted *bool) map[int]float64 {
+	out := map[int]float64{}
+	for k, v := range post {
+		if v < pre[k] {
+			*restarted = true
+			out[k] = v
+			continue
+		}
+		out[k] = v - pre[k]
+	}
+	return out
+}

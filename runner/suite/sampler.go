@@ -1,0 +1,194 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/runner/stats"
+	"github.com/igwlab/igwlab/runner/target"
+)
+
+// scrape reads /stats/prometheus from every pod in parallel. A pod that cannot be read yields
+// an empty snapshot and an error naming it; the others are still returned.
+func scrape(ctx context.Context, t target.Target, pods []target.Pod) ([]stats.Snapshot, [][]byte, []error) {
+	snaps := make([]stats.Snapshot, len(pods))
+	raws := make([][]byte, len(pods))
+	errs := make([]error, len(pods))
+	var wg sync.WaitGroup
+	for i, p := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			snaps[i] = stats.Snapshot{Pod: p.Name, At: time.Now()}
+			raw, err := retry(ctx, func(ctx context.Context) ([]byte, error) { return t.Admin(ctx, p, "/stats/prometheus") })
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			s, err := stats.ParseSnapshot(p.Name, time.Now(), raw)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			snaps[i], raws[i] = s, raw
+		}()
+	}
+	wg.Wait()
+	return snaps, raws, errs
+}
+
+// retry tries an admin read three times with a short pause, as a flaky port-forward needs.
+func retry(ctx context.Context, f func(context.Context) ([]byte, error)) ([]byte, error) {
+	var err error
+	for i := 0; i < 3; i++ {
+		var b []byte
+		if b, err = f(ctx); err == nil {
+			return b, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(time.Duration(100*(i+1)) * time.Millisecond):
+		}
+	}
+	return nil, err
+}
+
+// sampler reads every pod once a second during the window and keeps a time series.
+type sampler struct {
+	t     target.Target
+	pods  []target.Pod
+	names stats.Names
+	base  map[string]stats.Pod
+	start time.Time
+
+	mu       sync.Mutex
+	rows     []string
+	header   string
+	prev     map[string]stats.Pod
+	prevAt   time.Time
+	peaks    analysis.Peaks
+	errors   int
+	onSample func(Live)
+}
+
+// Live is what the live progress line shows.
+type Live struct {
+	Elapsed     time.Duration
+	Connections map[string]float64 // active, per pod
+	CV          float64            // of per-pod active connections
+	RPS         float64
+}
+
+func newSampler(t target.Target, pods []target.Pod, names stats.Names, pre []stats.Snapshot) *sampler {
+	s := &sampler{t: t, pods: pods, names: names, base: map[string]stats.Pod{}, prev: map[string]stats.Pod{}}
+	for _, snap := range pre {
+		p := stats.Extract(snap, names)
+		s.base[p.Name], s.prev[p.Name] = p, p
+	}
+	cols := []string{"timestamp", "elapsed_s", "cv", "cv_cx_active", "cv_rps", "sum_cx", "sum_rq", "rps", "goaways", "busy_max", "p99_ms"}
+	for _, p := range pods {
+		cols = append(cols, "cx_active:"+p.Name)
+	}
+	for _, p := range pods {
+		cols = append(cols, "rps:"+p.Name)
+	}
+	s.header = strings.Join(cols, ",")
+	return s
+}
+
+func (s *sampler) run(ctx context.Context, every time.Duration) {
+	s.start, s.prevAt = time.Now(), time.Now()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			s.sample(ctx)
+		}
+	}
+}
+
+func (s *sampler) sample(ctx context.Context) {
+	snaps, _, errs := scrape(ctx, s.t, s.pods)
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dt := now.Sub(s.prevAt).Seconds()
+	var conns, active, rates []float64
+	var sumRq, sumRate, goaways, sumActive, sumRqActive, rxBuf, pending, busyMax float64
+	var window stats.Buckets
+	perRate := map[string]float64{}
+	liveConns := map[string]float64{}
+	for i, snap := range snaps {
+		if errs[i] != nil {
+			s.errors++
+			continue
+		}
+		cur := stats.Extract(snap, s.names)
+		since, _ := stats.Delta(s.base[cur.Name], cur)
+		last, _ := stats.Delta(s.prev[cur.Name], cur)
+		conns = append(conns, since.CxHTTP2Total)
+		active = append(active, cur.CxActive)
+		rate := last.RqTotal / dt
+		rates = append(rates, rate)
+		perRate[cur.Name] = rate
+		liveConns[cur.Name] = cur.CxActive
+		sumRq += since.RqTotal
+		sumRate += rate
+		if cur.Emulated {
+			goaways += since.Drains
+		} else {
+			goaways += since.DrainClose
+		}
+		sumActive += cur.CxActive
+		sumRqActive += cur.RqActive
+		rxBuf += cur.RxBuffered
+		pending += cur.PendingActive
+		window = window.Add(last.RqTime)
+		for _, ns := range last.WorkerBusyNs {
+			busyMax = math.Max(busyMax, ns/(dt*1e9))
+		}
+		s.prev[cur.Name] = cur
+	}
+	s.prevAt = now
+	s.peaks.CxActive = math.Max(s.peaks.CxActive, sumActive)
+	s.peaks.RqActive = math.Max(s.peaks.RqActive, sumRqActive)
+	s.peaks.RxBuffered = math.Max(s.peaks.RxBuffered, rxBuf)
+	s.peaks.Pending = math.Max(s.peaks.Pending, pending)
+	p99 := window.Quantile(0.99)
+	if math.IsNaN(p99) {
+		p99 = 0
+	}
+	row := []string{fmt.Sprintf("%.3f", float64(now.UnixMilli())/1000), fmt.Sprintf("%.3f", now.Sub(s.start).Seconds()),
+		f3(analysis.CV(conns)), f3(analysis.CV(active)), f3(analysis.CV(rates)), num(sumActive), num(sumRq),
+		fmt.Sprintf("%.1f", sumRate), num(goaways), f3(busyMax), fmt.Sprintf("%.2f", p99)}
+	for _, p := range s.pods {
+		row = append(row, num(liveConns[p.Name]))
+	}
+	for _, p := range s.pods {
+		row = append(row, fmt.Sprintf("%.1f", perRate[p.Name]))
+	}
+	s.rows = append(s.rows, strings.Join(row, ","))
+	if s.onSample != nil {
+		s.onSample(Live{Elapsed: now.Sub(s.start), Connections: liveConns, CV: analysis.CV(active), RPS: sumRate})
+	}
+}
+
+func f3(v float64) string { return fmt.Sprintf("%.3f", v) }
+
+func (s *sampler) csv() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return []byte(s.header + "\n" + strings.Join(s.rows, "\n") + "\n")
+}

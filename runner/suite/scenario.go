@@ -1,0 +1,268 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/runner/load"
+	"github.com/igwlab/igwlab/runner/stats"
+	"github.com/igwlab/igwlab/runner/target"
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// scenario runs one scenario and writes its folder. It never returns nil: a scenario that
+// cannot run is reported as skipped or failed, and the suite goes on.
+func (r *run) scenario(ctx context.Context, lab *stacks.Scenario, dir string) *analysis.Result {
+	sc := lab.Effective(r.info.Name)
+	if r.o.Duration > 0 {
+		sc.Load.Duration = stacks.Duration(r.o.Duration)
+	}
+	res := &analysis.Result{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis, Client: sc.Client.Kind,
+		Knobs: sc.Knobs.Effective()}
+	if need := sc.Requires.MinConcurrency; need > r.info.Concurrency {
+		res.Status = "skipped"
+		res.Reason = fmt.Sprintf("needs concurrency >= %d (Envoy workers per pod) and this target has %d; with one worker there is nothing to balance inside a pod. Rerun with --concurrency %d", need, r.info.Concurrency, need)
+		return res
+	}
+	var ew errs
+	ew.add(writeScenarioFile(filepath.Join(dir, "scenario.yaml"), lab, sc, r.info.Name))
+	out, err := r.measure(ctx, sc, dir, &ew)
+	if err != nil {
+		res.Status, res.Reason = "failed", err.Error()
+		if ctx.Err() != nil {
+			res.Status, res.Reason = "interrupted", "stopped by the user before the window ended; partial data is in this folder"
+		}
+		ew.add(writeJSON(filepath.Join(dir, "result.json"), res))
+		return res
+	}
+	out.Lab = *lab
+	a := analysis.Analyze(*out)
+	if err := ew.err(); err != nil {
+		a.Faults = append(a.Faults, err.Error())
+	}
+	writeScenarioResults(dir, a, out, &ew)
+	return a
+}
+
+// measure does the scenario's steps and returns the analysis input.
+func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *errs) (*analysis.Input, error) {
+	t := r.o.Target
+	gw, err := t.Pods(ctx, target.Gateway)
+	if err != nil {
+		return nil, err
+	}
+	var wp []target.Pod
+	if sc.Waypoint {
+		if wp, err = t.Pods(ctx, target.Waypoint); err != nil {
+			return nil, err
+		}
+	}
+	r.progressf("       applying %s\n", knobText(sc.Knobs))
+	if err := t.Apply(ctx, sc); err != nil {
+		return nil, fmt.Errorf("applying knobs: %w", err)
+	}
+	if err := waitInEffect(ctx, t, gw, sc.Knobs, r.names.HCMPrefix, r.o.ApplyTimeout); err != nil {
+		return nil, err
+	}
+	if err := sleep(ctx, sc.Load.Settle.D()); err != nil {
+		return nil, err
+	}
+	spec, err := r.loadSpec(sc)
+	if err != nil {
+		return nil, err
+	}
+	if w := sc.Load.Warmup.D(); w > 0 {
+		warm := spec
+		warm.Duration = w
+		if _, err := t.Load(ctx, warm); err != nil && ctx.Err() == nil {
+			return nil, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	pre, preRaw, preErrs := scrape(ctx, t, gw)
+	if err := firstErr(preErrs); err != nil {
+		return nil, fmt.Errorf("reading stats before the load: %w", err)
+	}
+	if names, err := stats.Discover(pre, "httpbin"); err == nil && r.names.HCMPrefix == "" {
+		r.names = names
+		r.sum.Names = names
+	}
+	wpPre, wpPreRaw, _ := scrape(ctx, t, wp)
+	smp := newSampler(t, gw, r.names, pre)
+	sctx, stop := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() { smp.run(sctx, time.Second); close(sampled) }()
+	start := time.Now()
+	r.progressf("       load: %s for %s\n", clientText(sc.Client), sc.Load.Duration)
+	result, loadErr := t.Load(ctx, spec)
+	window := time.Since(start)
+	stop()
+	<-sampled
+	post, postRaw, postErrs := scrape(context.WithoutCancel(ctx), t, gw)
+	wpPost, wpPostRaw, _ := scrape(context.WithoutCancel(ctx), t, wp)
+	names := r.names
+	if n, err := stats.Discover(append(pre, post...), "httpbin"); err == nil {
+		names.Cluster = n.Cluster
+	}
+
+	for i, p := range gw {
+		ew.add(writeFile(filepath.Join(dir, "stats_pre", p.Name+".prom"), preRaw[i]))
+		ew.add(writeFile(filepath.Join(dir, "stats_post", p.Name+".prom"), postRaw[i]))
+	}
+	for i, p := range wp {
+		ew.add(writeFile(filepath.Join(dir, "waypoint_stats", "pre", p.Name+".prom"), wpPreRaw[i]))
+		ew.add(writeFile(filepath.Join(dir, "waypoint_stats", "post", p.Name+".prom"), wpPostRaw[i]))
+	}
+	r.dumps(context.WithoutCancel(ctx), gw, dir, ew)
+	ew.add(writeFile(filepath.Join(dir, "timeseries.csv"), smp.csv()))
+	if result != nil {
+		ew.add(writeJSON(filepath.Join(dir, result.Client+".json"), result.Native))
+		ew.add(writeFile(filepath.Join(dir, result.Client+".txt"), []byte(result.Text)))
+	}
+	if loadErr != nil {
+		return nil, fmt.Errorf("load client %s: %w", sc.Client.Kind, loadErr)
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err := firstErr(postErrs); err != nil {
+		return nil, fmt.Errorf("reading stats after the load: %w", err)
+	}
+	in := &analysis.Input{Scenario: sc, Target: r.info.Name, Client: result, Window: window, Peaks: smp.peaks}
+	for i := range gw {
+		in.Pre = append(in.Pre, stats.Extract(pre[i], names))
+		in.Post = append(in.Post, stats.Extract(post[i], names))
+	}
+	if len(wp) > 0 {
+		wn := waypointNames(append(wpPre, wpPost...))
+		for i := range wp {
+			in.WaypointPre = append(in.WaypointPre, stats.Extract(wpPre[i], wn))
+			in.WaypointPost = append(in.WaypointPost, stats.Extract(wpPost[i], wn))
+		}
+	}
+	return in, nil
+}
+
+// waypointNames finds the waypoint's HCM prefix: its listener names are not the gateway's, so
+// take whichever non-admin HCM carried the most connections.
+func waypointNames(snaps []stats.Snapshot) stats.Names {
+	best, bestV := "", -1.0
+	for _, s := range snaps {
+		for k, v := range s.LabelValues("envoy_http_downstream_cx_http2_total", "http_conn_manager_prefix") {
+			if k != "admin" && k != "prometheus_stats" && v > bestV {
+				best, bestV = k, v
+			}
+		}
+	}
+	listener := best
+	if i := strings.Index(best, "0.0.0.0_"); i >= 0 {
+		listener = best[i:]
+	}
+	return stats.Names{HCMPrefix: best, Listener: listener}
+}
+
+func (r *run) dumps(ctx context.Context, pods []target.Pod, dir string, ew *errs) {
+	for _, p := range pods {
+		for _, d := range []struct{ path, file string }{
+			{"/stats", filepath.Join("stats_post", p.Name+".txt")},
+			{"/listeners?format=json", filepath.Join("listeners", p.Name+".json")},
+			{"/clusters", filepath.Join("clusters", p.Name+".txt")},
+			{"/config_dump", filepath.Join("config_dump", p.Name+".json")},
+		} {
+			b, err := r.o.Target.Admin(ctx, p, d.path)
+			if err != nil {
+				ew.add(err)
+				continue
+			}
+			ew.add(writeFile(filepath.Join(dir, d.file), b))
+		}
+	}
+}
+
+func (r *run) loadSpec(sc stacks.Scenario) (load.Spec, error) {
+	c := sc.Client
+	spec := load.Spec{Kind: c.Kind, Mode: c.Mode, Concurrency: c.Concurrency, Connections: c.Connections,
+		Path: c.Path, QPS: c.QPS, Duration: sc.Load.Duration.D(), Authority: c.Authority, Headers: map[string]string{}}
+	if c.Slow != nil {
+		spec.SlowPath, spec.SlowWorkers = c.Slow.Path, c.Slow.Workers
+	}
+	for k, v := range c.Headers {
+		if strings.Contains(v, "${JWT}") {
+			issuer := "igwlab.local"
+			if sc.Filters.JWT != nil {
+				issuer = sc.Filters.JWT.Issuer
+			}
+			tok, err := r.o.Target.Token(issuer)
+			if err != nil {
+				return spec, fmt.Errorf("minting the JWT for header %s: %w", k, err)
+			}
+			v = strings.ReplaceAll(v, "${JWT}", tok)
+		}
+		spec.Headers[k] = v
+	}
+	return spec, nil
+}
+
+func writeScenarioFile(path string, lab *stacks.Scenario, run stacks.Scenario, target string) error {
+	doc := map[string]any{
+		"name": run.Name, "title": run.Title, "teaches": run.Teaches, "watch": run.Watch,
+		"target": target, "file": lab.File, "client": run.Client, "load": run.Load,
+		"knobs_in_force": run.Knobs.Effective(), "filters": run.Filters, "waypoint": run.Waypoint,
+	}
+	if target == stacks.TargetLocal {
+		if d := lab.Departures(); len(d) > 0 {
+			doc["local_departures"] = d
+			doc["local_departures_why"] = strings.TrimSpace(lab.Local.Why)
+		}
+	}
+	b, err := yaml.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	return writeFile(path, b)
+}
+
+func knobText(k stacks.Knobs) string {
+	set := k.Set()
+	if len(set) == 0 {
+		return "no knobs (Envoy defaults)"
+	}
+	parts := make([]string, len(set))
+	for i, kv := range set {
+		parts[i] = kv.Path[strings.LastIndex(kv.Path, ".")+1:] + "=" + kv.Value
+	}
+	return strings.Join(parts, " ")
+}
+
+func clientText(c stacks.Client) string {
+	s := fmt.Sprintf("%s c=%d", c.Kind, c.Concurrency)
+	if c.Mode != "" {
+		s += " mode=" + c.Mode
+	}
+	if c.QPS > 0 {
+		s += fmt.Sprintf(" qps=%g", c.QPS)
+	}
+	return s + " " + c.Path
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func firstErr(es []error) error {
+	return errors.Join(es...)
+}

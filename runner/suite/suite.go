@@ -1,0 +1,219 @@
+// Package suite runs scenarios against a target: for each, put its knobs in force, let the
+// pool settle, warm up, snapshot every pod, drive the load while sampling once a second,
+// snapshot again, and write the results folder; then make the hypothesis calls.
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/runner/stats"
+	"github.com/igwlab/igwlab/runner/target"
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// Options configure a suite run.
+type Options struct {
+	Target     target.Target
+	TargetName string
+	Catalog    *stacks.Catalog
+	Only, Skip []string
+	SkipEval   bool
+	// Duration overrides every scenario's measured window when non-zero.
+	Duration time.Duration
+	Repeat   int
+	// OutDir is the results root; the run writes OutDir/<UTC timestamp>/.
+	OutDir string
+	// RunDir, when set, is used as is (resume).
+	RunDir string
+	// Progress receives progress lines; nil is quiet.
+	Progress io.Writer
+	// ApplyTimeout bounds the wait for knobs to show on every pod.
+	ApplyTimeout time.Duration
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+// Summary is summary.json: what ran, with what, and the calls. Other tools may rely on the
+// fields target, pods, concurrency, scenarios.<name>.{cv, connections, connections_total,
+// worker_cv_mean, goaways, rps, p99_ms} and hypotheses.<id>.{verdict, ratio}.
+type Summary struct {
+	Target      string                       `json:"target"`
+	Pods        int                          `json:"pods"`
+	Concurrency int                          `json:"concurrency"`
+	Repeat      int                          `json:"repeat"`
+	Started     time.Time                    `json:"started"`
+	Finished    time.Time                    `json:"finished"`
+	Complete    bool                         `json:"complete"`
+	Interrupted bool                         `json:"interrupted,omitempty"`
+	Info        target.Info                  `json:"info"`
+	Names       stats.Names                  `json:"names"`
+	Order       []string                     `json:"order"`
+	Scenarios   map[string]*analysis.Result  `json:"scenarios"`
+	Runs        map[string][]*analysis.Result `json:"runs,omitempty"`
+	Hypotheses  map[string]analysis.Verdict  `json:"hypotheses"`
+	Evaluation  []analysis.Verdict           `json:"-"`
+	Dir         string                       `json:"-"`
+}
+
+// ErrInterrupted reports a run stopped by its context (Ctrl-C); its results are kept.
+var ErrInterrupted = errors.New("interrupted")
+
+// Run executes the suite. It returns the summary even when interrupted.
+func Run(ctx context.Context, o Options) (*Summary, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Repeat < 1 {
+		o.Repeat = 1
+	}
+	if o.ApplyTimeout == 0 {
+		o.ApplyTimeout = 90 * time.Second
+	}
+	selected, err := o.Catalog.Select(o.Only, o.Skip)
+	if err != nil {
+		return nil, err
+	}
+	info, err := o.Target.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("target: %w", err)
+	}
+	dir := o.RunDir
+	if dir == "" {
+		dir = filepath.Join(o.OutDir, o.Now().UTC().Format("20060102T150405Z"))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	sum := &Summary{Target: info.Name, Pods: info.Pods, Concurrency: info.Concurrency, Repeat: o.Repeat,
+		Started: o.Now().UTC(), Info: info, Scenarios: map[string]*analysis.Result{},
+		Runs: map[string][]*analysis.Result{}, Hypotheses: map[string]analysis.Verdict{}, Dir: dir}
+	for _, sc := range selected {
+		sum.Order = append(sum.Order, sc.Name)
+		sum.Scenarios[sc.Name] = &analysis.Result{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis,
+			Client: sc.Client.Kind, Status: "not-run"}
+	}
+	r := &run{o: o, info: info, dir: dir, sum: sum}
+	r.progressf("igwlab: %s target, %d pods x %d worker(s); %d scenario(s) x %d run(s); results in %s\n",
+		info.Name, info.Pods, info.Concurrency, len(selected), o.Repeat, dir)
+	_ = writeJSON(filepath.Join(dir, "summary.json"), sum)
+
+	for i, sc := range selected {
+		for rep := 1; rep <= o.Repeat; rep++ {
+			if ctx.Err() != nil {
+				break
+			}
+			sdir := filepath.Join(dir, sc.Name)
+			if o.Repeat > 1 {
+				sdir = filepath.Join(sdir, fmt.Sprintf("run-%d", rep))
+			}
+			r.progressf("[%d/%d] %s%s: %s\n", i+1, len(selected), sc.Name, repText(rep, o.Repeat), sc.Title)
+			res := r.scenario(ctx, sc, sdir)
+			sum.Runs[sc.Name] = append(sum.Runs[sc.Name], res)
+			sum.Scenarios[sc.Name] = representative(sum.Runs[sc.Name])
+			r.progressf("       %s\n", oneLine(res))
+			_ = writeJSON(filepath.Join(dir, "summary.json"), sum)
+		}
+	}
+	sum.Interrupted = ctx.Err() != nil
+	sum.Complete = !sum.Interrupted
+	for _, name := range sum.Order {
+		if res := sum.Scenarios[name]; res.Status == "not-run" && sum.Interrupted {
+			res.Reason = "the run was interrupted before this scenario"
+		}
+	}
+	if o.Repeat == 1 {
+		sum.Runs = nil
+	}
+	if !o.SkipEval && len(o.Only) == 0 {
+		sum.Evaluation = r.evaluate()
+		for _, v := range sum.Evaluation {
+			sum.Hypotheses[v.ID] = v
+		}
+		var b strings.Builder
+		analysis.WriteBlock(&b, analysis.Header{Target: info.Name, Pods: info.Pods, Concurrency: info.Concurrency, Repeat: o.Repeat}, sum.Evaluation)
+		_ = writeFile(filepath.Join(dir, "evaluation.txt"), []byte(b.String()))
+	}
+	sum.Finished = o.Now().UTC()
+	if err := writeJSON(filepath.Join(dir, "summary.json"), sum); err != nil {
+		return sum, err
+	}
+	if sum.Interrupted {
+		return sum, ErrInterrupted
+	}
+	return sum, nil
+}
+
+func (r *run) evaluate() []analysis.Verdict {
+	runs := map[string][]*analysis.Result{}
+	for name, res := range r.sum.Runs {
+		runs[name] = res
+	}
+	if len(runs) == 0 {
+		for name, res := range r.sum.Scenarios {
+			runs[name] = []*analysis.Result{res}
+		}
+	}
+	return analysis.Evaluate(runs, r.info.Pods)
+}
+
+// representative picks the run whose CV is the median of the repetitions, so the numbers shown
+// for a scenario all come from one real run.
+func representative(rs []*analysis.Result) *analysis.Result {
+	var ok []*analysis.Result
+	for _, r := range rs {
+		if r.Status == "ok" {
+			ok = append(ok, r)
+		}
+	}
+	if len(ok) == 0 {
+		return rs[len(rs)-1]
+	}
+	sorted := append([]*analysis.Result(nil), ok...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].CV < sorted[j].CV })
+	return sorted[(len(sorted)-1)/2]
+}
+
+func repText(rep, n int) string {
+	if n == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (run %d of %d)", rep, n)
+}
+
+func oneLine(r *analysis.Result) string {
+	if r.Status != "ok" {
+		return r.Status + ": " + r.Reason
+	}
+	s := fmt.Sprintf("CV %.3f over %d connections (%s); %.0f rps, p99 %.1f ms; hottest worker %.0f%% busy",
+		r.CV, int(r.ConnectionsTotal), r.ChanceVerdict, r.RPS, r.P99Ms, 100*r.BusyMax)
+	if r.GoAways > 0 {
+		s += fmt.Sprintf("; %d drained", int(r.GoAways))
+	}
+	if r.Disturbed {
+		s += "; DISTURBED"
+	}
+	return s
+}
+
+type run struct {
+	o     Options
+	info  target.Info
+	dir   string
+	sum   *Summary
+	names stats.Names
+}
+
+func (r *run) progressf(format string, a ...any) {
+	if r.o.Progress != nil {
+		fmt.Fprintf(r.o.Progress, format, a...)
+	}
+}

@@ -1,0 +1,99 @@
+package target
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/runner/load"
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// Local is the emulated gateway pool on loopback.
+type Local struct {
+	Pool   *emulator.Pool
+	client *http.Client
+}
+
+// NewLocal starts an emulated pool.
+func NewLocal(cfg emulator.Config) (*Local, error) {
+	p, err := emulator.Start(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Local{Pool: p, client: &http.Client{Timeout: AdminTimeout}}, nil
+}
+
+// Info implements Target.
+func (l *Local) Info(context.Context) (Info, error) {
+	c := l.Pool.Config()
+	jwt, al := l.Pool.FilterCosts()
+	return Info{Name: stacks.TargetLocal, Pods: c.Pods, Concurrency: c.Workers, Waypoints: c.WaypointPods,
+		Endpoint: l.Pool.VIP(), Details: map[string]any{
+			"service_time_us": c.Model.ServiceTime.Microseconds(), "per_kib_us": c.Model.PerKiB.Microseconds(),
+			"conn_cost_us": c.Model.ConnCost.Microseconds(), "balance": c.Balance, "seed": c.Seed,
+			"waypoint_workers": c.WaypointWorkers, "jwt_verify_cost_us": jwt.Microseconds(),
+			"access_log_entry_cost_us": al.Microseconds(),
+		}}, nil
+}
+
+// Apply implements Target: the knobs reach every pod at once, as a new listener config does.
+func (l *Local) Apply(_ context.Context, sc stacks.Scenario) error {
+	l.Pool.Apply(emulator.Setup{Knobs: sc.Knobs, Filters: sc.Filters, Waypoint: sc.Waypoint})
+	return nil
+}
+
+// Pods implements Target.
+func (l *Local) Pods(_ context.Context, role string) ([]Pod, error) {
+	src := l.Pool.Pods()
+	if role == Waypoint {
+		src = l.Pool.Waypoints()
+	}
+	out := make([]Pod, 0, len(src))
+	for _, p := range src {
+		out = append(out, Pod{Name: p.Name, Role: role, Admin: p.AdminURL()})
+	}
+	return out, nil
+}
+
+// Admin implements Target.
+func (l *Local) Admin(ctx context.Context, pod Pod, path string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, AdminTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pod.Admin+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s admin %s: %w", pod.Name, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("pod %s admin %s: %w", pod.Name, path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("pod %s admin %s: HTTP %d", pod.Name, path, resp.StatusCode)
+	}
+	return b, nil
+}
+
+// Load implements Target.
+func (l *Local) Load(ctx context.Context, spec load.Spec) (*load.Result, error) {
+	spec.Target = l.Pool.VIP()
+	return load.Run(ctx, spec)
+}
+
+// Token implements Target.
+func (l *Local) Token(issuer string) (string, error) { return l.Pool.Token(issuer), nil }
+
+// Close implements Target.
+func (l *Local) Close() error {
+	l.Pool.Close()
+	return nil
+}
+
+var _ Target = (*Local)(nil)

@@ -1,0 +1,58 @@
+// Package target is the seam between the runner and what it measures. A Target puts a
+// scenario in force on a gateway pool, lists its pods, reads each pod's Envoy admin, and runs
+// the scenario's client against it. Everything after reading the stats is one code path for
+// every target.
+package target
+
+import (
+	"context"
+	"time"
+
+	"github.com/igwlab/igwlab/runner/load"
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// Roles of pods.
+const (
+	Gateway  = "gateway"
+	Waypoint = "waypoint"
+)
+
+// Pod names one pod of the target.
+type Pod struct {
+	Name string `json:"name"`
+	Role string `json:"role"`
+	// Admin is where the pod's Envoy admin can be reached, for display.
+	Admin string `json:"admin"`
+}
+
+// Info describes the target.
+type Info struct {
+	Name        string         `json:"name"`
+	Pods        int            `json:"pods"`
+	Concurrency int            `json:"concurrency"`
+	Waypoints   int            `json:"waypoints"`
+	Endpoint    string         `json:"endpoint"`
+	Details     map[string]any `json:"details,omitempty"`
+}
+
+// Target is a gateway pool the runner can drive.
+type Target interface {
+	// Info describes the pool.
+	Info(ctx context.Context) (Info, error)
+	// Apply puts a scenario (already resolved for this target) in force on every gateway pod.
+	Apply(ctx context.Context, sc stacks.Scenario) error
+	// Pods lists the pods of a role.
+	Pods(ctx context.Context, role string) ([]Pod, error)
+	// Admin performs GET path on a pod's Envoy admin.
+	Admin(ctx context.Context, pod Pod, path string) ([]byte, error)
+	// Load runs a client against the pool.
+	Load(ctx context.Context, spec load.Spec) (*load.Result, error)
+	// Token returns a JWT the pool's JWT filter accepts for issuer.
+	Token(issuer string) (string, error)
+	// Close releases the target.
+	Close() error
+}
+
+// AdminTimeout bounds one admin request.
+const AdminTimeout = 5 * time.Second

@@ -1,0 +1,166 @@
+package stacks
+
+import (
+	"embed"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// builtin holds the lab's scenario files.
+//
+//go:embed *.yaml
+var builtin embed.FS
+
+// Catalog is an ordered, validated set of scenarios.
+type Catalog struct {
+	list   []*Scenario
+	byName map[string]*Scenario
+}
+
+// Builtin loads the lab's own scenarios.
+func Builtin() (*Catalog, error) {
+	cat, err := Load(builtin, ".")
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range cat.list {
+		s.File = "stacks/" + s.File
+	}
+	return cat, nil
+}
+
+// LoadDir loads a folder of scenario files from disk.
+func LoadDir(dir string) (*Catalog, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--catalog %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("--catalog %s: not a directory of scenario files", dir)
+	}
+	cat, err := Load(os.DirFS(dir), ".")
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range cat.list {
+		s.File = strings.TrimSuffix(dir, "/") + "/" + s.File
+	}
+	return cat, nil
+}
+
+// Merge returns a catalog holding c's scenarios and extra's; a name defined in both is an error.
+func (c *Catalog) Merge(extra *Catalog) (*Catalog, error) {
+	out := &Catalog{}
+	for _, s := range c.list {
+		out.add(s)
+	}
+	for _, s := range extra.list {
+		if prev, ok := out.byName[s.Name]; ok {
+			return nil, &FieldError{File: s.File, Field: "name", Msg: fmt.Sprintf("%q is already defined in %s", s.Name, prev.File)}
+		}
+		out.add(s)
+	}
+	for _, s := range out.list {
+		if s.Control != "" && out.byName[s.Control] == nil {
+			return nil, &FieldError{File: s.File, Field: "control", Msg: fmt.Sprintf("%q is not in the catalog", s.Control)}
+		}
+	}
+	out.sort()
+	return out, nil
+}
+
+func (c *Catalog) add(s *Scenario) {
+	if c.byName == nil {
+		c.byName = map[string]*Scenario{}
+	}
+	c.list = append(c.list, s)
+	c.byName[s.Name] = s
+}
+
+func (c *Catalog) sort() {
+	sort.SliceStable(c.list, func(i, j int) bool {
+		if c.list[i].Order != c.list[j].Order {
+			return c.list[i].Order < c.list[j].Order
+		}
+		return c.list[i].Name < c.list[j].Name
+	})
+}
+
+// All returns the scenarios in run order.
+func (c *Catalog) All() []*Scenario { return append([]*Scenario(nil), c.list...) }
+
+// Names returns the scenario names in run order.
+func (c *Catalog) Names() []string {
+	out := make([]string, len(c.list))
+	for i, s := range c.list {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Get returns the named scenario.
+func (c *Catalog) Get(name string) (*Scenario, bool) {
+	s, ok := c.byName[name]
+	return s, ok
+}
+
+// MustGet returns the named scenario or an error listing the valid names.
+func (c *Catalog) MustGet(name string) (*Scenario, error) {
+	if s, ok := c.byName[name]; ok {
+		return s, nil
+	}
+	msg := fmt.Sprintf("unknown scenario %q", name)
+	if s := suggest(name, c.Names()); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	}
+	return nil, fmt.Errorf("%s (valid: %s)", msg, strings.Join(c.Names(), ", "))
+}
+
+// IsControl reports whether some scenario names s as its control.
+func (c *Catalog) IsControl(name string) bool {
+	for _, s := range c.list {
+		if s.Control == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Select returns the scenarios to run, in run order: all of them, or those named in only,
+// minus those in skip. A scenario with a control always brings its control along, run right
+// before it, and a control is only run with the scenario it controls.
+func (c *Catalog) Select(only, skip []string) ([]*Scenario, error) {
+	want := map[string]bool{}
+	for _, n := range only {
+		if _, err := c.MustGet(n); err != nil {
+			return nil, fmt.Errorf("--only: %w", err)
+		}
+		want[n] = true
+	}
+	drop := map[string]bool{}
+	for _, n := range skip {
+		if _, err := c.MustGet(n); err != nil {
+			return nil, fmt.Errorf("--skip: %w", err)
+		}
+		drop[n] = true
+	}
+	var out []*Scenario
+	for _, s := range c.list {
+		if drop[s.Name] || (len(only) > 0 && !want[s.Name]) {
+			continue
+		}
+		if c.IsControl(s.Name) {
+			continue // placed right before the scenario it controls
+		}
+		if s.Control != "" {
+			out = append(out, c.byName[s.Control])
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no scenario selected (catalog: %s)", strings.Join(c.Names(), ", "))
+	}
+	return out, nil
+}

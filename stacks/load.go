@@ -1,0 +1,248 @@
+package stacks
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// maxFileSize bounds a scenario file; anything larger is not a scenario.
+const maxFileSize = 256 << 10
+
+// ParseFile reads one scenario file. file is the name used in errors. Every problem in the
+// file is reported, each with its line, field and allowed values.
+func ParseFile(file string, data []byte) (*Scenario, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, &FieldError{File: file, Msg: "file is empty: a scenario needs at least name, client and load"}
+	}
+	if len(data) > maxFileSize {
+		return nil, &FieldError{File: file, Msg: fmt.Sprintf("file is %d bytes; a scenario file is at most %d", len(data), maxFileSize)}
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, &FieldError{File: file, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	if len(doc.Content) == 0 {
+		return nil, &FieldError{File: file, Msg: "file holds no YAML document"}
+	}
+	var errs []error
+	checkShape(file, doc.Content[0], reflect.TypeOf(Scenario{}), "", &errs)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	var s Scenario
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		return nil, &FieldError{File: file, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	s.File = file
+	if errs := validate(&s, &doc); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &s, nil
+}
+
+var (
+	namePattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	hypotheses    = []string{"", "H-A", "H-B", "H-C", "H-D", "H-E", "S11", "WAYPOINT", "S12", "S9", "S10", "S8"}
+	clientKinds   = []string{"h2dial", "fortio", "grpc"}
+	h2dialModes   = []string{"shared", "distinct"}
+	jwtModes      = []string{"permissive", "strict"}
+	responseFlags = []string{"DC", "DF", "DI", "DO", "DPE", "FI", "IH", "LH", "LR", "NC", "NFCF", "NR", "OM",
+		"RFCF", "RL", "RLSE", "SI", "UAEX", "UC", "UF", "UH", "UMSDR", "UO", "UPE", "UR", "URX", "UT"}
+)
+
+func validate(s *Scenario, doc *yaml.Node) []error {
+	var errs []error
+	bad := func(field, msg string) {
+		errs = append(errs, &FieldError{File: s.File, Line: lineOf(doc, field), Field: field, Msg: msg})
+	}
+	oneOf := func(field, v string, allowed []string) {
+		for _, a := range allowed {
+			if v == a {
+				return
+			}
+		}
+		shown := make([]string, 0, len(allowed))
+		for _, a := range allowed {
+			if a != "" {
+				shown = append(shown, a)
+			}
+		}
+		bad(field, fmt.Sprintf("%q is not allowed (allowed: %s)", v, strings.Join(shown, ", ")))
+	}
+	intRange := func(field string, v, lo, hi int) {
+		if v < lo || v > hi {
+			bad(field, fmt.Sprintf("%d is out of range (allowed %d..%d)", v, lo, hi))
+		}
+	}
+	durRange := func(field string, d Duration, lo, hi time.Duration) {
+		if d.D() < lo || d.D() > hi {
+			bad(field, fmt.Sprintf("%s is out of range (allowed %s..%s)", d, Duration(lo), Duration(hi)))
+		}
+	}
+
+	stem := strings.TrimSuffix(path.Base(s.File), ".yaml")
+	switch {
+	case s.Name == "":
+		bad("name", "missing; it must equal the file name without .yaml ("+stem+")")
+	case !namePattern.MatchString(s.Name):
+		bad("name", fmt.Sprintf("%q must be lower-case letters, digits and dashes, at most 63 characters", s.Name))
+	case s.Name != stem:
+		bad("name", fmt.Sprintf("%q must equal the file name without .yaml (%q)", s.Name, stem))
+	}
+	intRange("order", s.Order, 0, 9999)
+	oneOf("hypothesis", s.Hypothesis, hypotheses)
+
+	c := s.Client
+	oneOf("client.kind", c.Kind, clientKinds)
+	intRange("client.concurrency", c.Concurrency, 1, 20000)
+	switch c.Kind {
+	case "h2dial":
+		oneOf("client.mode", c.Mode, h2dialModes)
+	case "grpc":
+		if c.Connections == 0 {
+			s.Client.Connections = 1
+		}
+		intRange("client.connections", s.Client.Connections, 1, 1000)
+	}
+	if c.Kind != "h2dial" && c.Mode != "" {
+		bad("client.mode", "only h2dial has a transport mode")
+	}
+	if c.Kind != "grpc" && c.Connections != 0 {
+		bad("client.connections", "only the grpc client takes a connection count (h2dial and fortio connections follow from mode and concurrency)")
+	}
+	if c.Kind != "grpc" && !strings.HasPrefix(c.Path, "/") {
+		bad("client.path", fmt.Sprintf("%q must start with /", c.Path))
+	}
+	if c.QPS < 0 || c.QPS > 1e6 {
+		bad("client.qps", fmt.Sprintf("%g is out of range (allowed 0..1000000; 0 means as fast as possible)", c.QPS))
+	}
+	if c.Slow != nil {
+		if c.Kind != "h2dial" || c.Mode != "shared" {
+			bad("client.slow", "slow workers need client.kind h2dial with mode shared (they share the fast workers' transport)")
+		}
+		if !strings.HasPrefix(c.Slow.Path, "/") {
+			bad("client.slow.path", fmt.Sprintf("%q must start with /", c.Slow.Path))
+		}
+		intRange("client.slow.workers", c.Slow.Workers, 1, 1000)
+	}
+	for k := range c.Headers {
+		if k == "" || strings.ContainsAny(k, " :\r\n") {
+			bad("client.headers", fmt.Sprintf("%q is not a header name", k))
+		}
+	}
+
+	durRange("load.duration", s.Load.Duration, time.Second, 24*time.Hour)
+	durRange("load.warmup", s.Load.Warmup, 0, time.Hour)
+	durRange("load.settle", s.Load.Settle, 0, time.Hour)
+	if s.Local.Load.Duration != 0 {
+		durRange("local.load.duration", s.Local.Load.Duration, time.Second, 24*time.Hour)
+	}
+	durRange("local.load.warmup", s.Local.Load.Warmup, 0, time.Hour)
+	durRange("local.load.settle", s.Local.Load.Settle, 0, time.Hour)
+	if s.Local.Client.QPS < 0 || s.Local.Client.QPS > 1e6 {
+		bad("local.client.qps", fmt.Sprintf("%g is out of range (allowed 0..1000000)", s.Local.Client.QPS))
+	}
+	if s.Local.Client.Concurrency != 0 {
+		intRange("local.client.concurrency", s.Local.Client.Concurrency, 1, 20000)
+	}
+
+	for _, spec := range Registry {
+		for _, base := range []struct {
+			prefix string
+			k      *Knobs
+		}{{"knobs.", &s.Knobs}, {"local.knobs.", &s.Local.Knobs}} {
+			if err := spec.Check(base.k); err != nil {
+				bad(base.prefix+spec.Path, err.Error())
+			}
+		}
+	}
+	if (!s.Local.Knobs.IsZero() || s.Local.Client != (LocalClient{})) && strings.TrimSpace(s.Local.Why) == "" {
+		bad("local.why", "required when local departs from the lab's knobs or client: say why, it is shown in every report")
+	}
+
+	if al := s.Filters.AccessLog; al != nil {
+		if len(al.ResponseFlags) == 0 {
+			bad("filters.access_log.response_flags", "list at least one Envoy response flag (e.g. NR)")
+		}
+		for i, f := range al.ResponseFlags {
+			oneOf(fmt.Sprintf("filters.access_log.response_flags[%d]", i), f, responseFlags)
+		}
+	}
+	if j := s.Filters.JWT; j != nil {
+		oneOf("filters.jwt.mode", j.Mode, jwtModes)
+		if j.Issuer == "" {
+			bad("filters.jwt.issuer", "missing: the issuer the gateway accepts")
+		}
+	}
+	intRange("requires.min_concurrency", max(s.Requires.MinConcurrency, 1), 1, 256)
+	if s.Control != "" && s.Control == s.Name {
+		bad("control", "a scenario cannot be its own control")
+	}
+	return errs
+}
+
+// Load reads every *.yaml file in dir of fsys as a catalog. All files are checked, and every
+// problem of every file is reported together.
+func Load(fsys fs.FS, dir string) (*Catalog, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading catalog %s: %w", dir, err)
+	}
+	var errs []error
+	cat := &Catalog{}
+	byName := map[string]string{}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		file := path.Join(dir, e.Name())
+		data, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", file, err))
+			continue
+		}
+		s, err := ParseFile(file, data)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if prev, dup := byName[s.Name]; dup {
+			errs = append(errs, &FieldError{File: file, Field: "name", Msg: fmt.Sprintf("%q is already defined in %s", s.Name, prev)})
+			continue
+		}
+		byName[s.Name] = file
+		cat.add(s)
+	}
+	if len(errs) == 0 && len(cat.list) == 0 {
+		errs = append(errs, fmt.Errorf("catalog %s holds no scenario files (*.yaml)", dir))
+	}
+	for _, s := range cat.list {
+		if s.Control == "" {
+			continue
+		}
+		ctl, ok := cat.byName[s.Control]
+		if !ok {
+			errs = append(errs, &FieldError{File: s.File, Field: "control", Msg: fmt.Sprintf("%q is not in the catalog", s.Control)})
+			continue
+		}
+		if ctl.Client.Kind != s.Client.Kind || ctl.Client.Mode != s.Client.Mode || ctl.Client.Concurrency != s.Client.Concurrency || ctl.Client.Path != s.Client.Path {
+			errs = append(errs, &FieldError{File: s.File, Field: "control", Msg: fmt.Sprintf("%q must drive the same client, mode, concurrency and path", s.Control)})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	cat.sort()
+	return cat, nil
+}

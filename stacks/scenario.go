@@ -1,0 +1,253 @@
+// Package stacks is the scenario catalog: one YAML file per scenario, the single source of
+// truth for the knobs a scenario sets on the gateway, the client that drives it, the load, the
+// waypoint toggle, its prerequisites and what it teaches. The local emulator, the Pulumi
+// program and the runner all read scenarios through this package; nothing else holds a copy of
+// a knob value.
+package stacks
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Scenario is one scenario file, validated.
+type Scenario struct {
+	// Name is the scenario's identifier; it must equal the file name without ".yaml".
+	Name string `yaml:"name"`
+	// Order places the scenario in a suite run (ascending); ties break by name.
+	Order int `yaml:"order"`
+	// Title is a short human label.
+	Title string `yaml:"title"`
+	// Hypothesis names the hypothesis or check the scenario feeds (H-A .. H-E, S11, WAYPOINT, S12).
+	Hypothesis string `yaml:"hypothesis"`
+	// Teaches says, in a sentence or two, what the scenario shows.
+	Teaches string `yaml:"teaches"`
+	// Watch says which numbers show the effect.
+	Watch string `yaml:"watch"`
+	// Client is the load generator and how it is driven.
+	Client Client `yaml:"client"`
+	// Load is the timing of a run on the real lab.
+	Load Timing `yaml:"load"`
+	// Knobs are the gateway settings, with Envoy's names; unset means Envoy's default.
+	Knobs Knobs `yaml:"knobs"`
+	// Filters are the extra HTTP filters the scenario layers on the gateway.
+	Filters Filters `yaml:"filters"`
+	// Waypoint routes the gateway's traffic through an ambient waypoint pool.
+	Waypoint bool `yaml:"waypoint"`
+	// Requires lists prerequisites; a scenario whose prerequisites fail is skipped, not failed.
+	Requires Requires `yaml:"requires"`
+	// Control names a scenario that must run right before this one, with the same load, as its
+	// control (13-conn-balance runs 13-conn-balance-control first).
+	Control string `yaml:"control"`
+	// Local holds the values that differ on the local target, each with its reason.
+	Local Local `yaml:"local"`
+
+	// File is where the scenario was loaded from (set by the loader).
+	File string `yaml:"-"`
+}
+
+// Client describes the load generator of a scenario.
+type Client struct {
+	// Kind is h2dial (dials new connections at the stream cap), fortio (a fixed pool that
+	// queues) or grpc (one ClientConn, as ghz --connections=1).
+	Kind string `yaml:"kind"`
+	// Mode is h2dial's transport layout: shared (one http2.Transport) or distinct (one per worker).
+	Mode string `yaml:"mode"`
+	// Concurrency is h2dial's workers, fortio's -c, or the gRPC client's concurrent calls.
+	Concurrency int `yaml:"concurrency"`
+	// Connections is the gRPC client's number of connections (ghz --connections).
+	Connections int `yaml:"connections"`
+	// Path is the request path on the backend (go-httpbin).
+	Path string `yaml:"path"`
+	// QPS is the target request rate; 0 means as fast as the client goes (closed loop).
+	QPS float64 `yaml:"qps"`
+	// Slow adds slow workers on the same transport (head-of-line blocking, scenario 09).
+	Slow *Slow `yaml:"slow"`
+	// Headers are sent with every request; "${JWT}" is replaced with a token signed by the
+	// lab's locally generated key.
+	Headers map[string]string `yaml:"headers"`
+	// Authority overrides the :authority of gRPC calls (the route to the gRPC backend).
+	Authority string `yaml:"authority"`
+}
+
+// Slow describes slow workers that share the fast workers' transport.
+type Slow struct {
+	Path    string `yaml:"path"`
+	Workers int    `yaml:"workers"`
+}
+
+// Timing is the timing of a scenario run.
+type Timing struct {
+	// Duration is the measured window.
+	Duration Duration `yaml:"duration"`
+	// Warmup is a separate, unmeasured client run before the measured one.
+	Warmup Duration `yaml:"warmup"`
+	// Settle is the wait after applying knobs, before the warm-up.
+	Settle Duration `yaml:"settle"`
+}
+
+// Filters are the HTTP filters a scenario adds to the gateway's chain.
+type Filters struct {
+	AccessLog *AccessLog `yaml:"access_log"`
+	JWT       *JWT       `yaml:"jwt"`
+}
+
+// AccessLog is a JSON access log written only for requests whose response flags match.
+type AccessLog struct {
+	ResponseFlags []string `yaml:"response_flags"`
+}
+
+// JWT is request authentication with a locally generated signing key.
+type JWT struct {
+	// Mode is permissive (a missing token passes, a bad one is rejected: a
+	// RequestAuthentication without an AuthorizationPolicy) or strict (a token is required).
+	Mode   string `yaml:"mode"`
+	Issuer string `yaml:"issuer"`
+}
+
+// Requires lists a scenario's prerequisites.
+type Requires struct {
+	// MinConcurrency is the fewest Envoy workers per gateway pod the scenario needs.
+	MinConcurrency int `yaml:"min_concurrency"`
+}
+
+// Local holds the local target's departures from the lab values. Every departure is shown
+// next to the lab value in reports, never applied silently.
+type Local struct {
+	Load   Timing      `yaml:"load"`
+	Knobs  Knobs       `yaml:"knobs"`
+	Client LocalClient `yaml:"client"`
+	// Why explains the departures; required when any knob or client value departs.
+	Why string `yaml:"why"`
+}
+
+// LocalClient holds client values that differ on the local target.
+type LocalClient struct {
+	QPS         float64 `yaml:"qps"`
+	Concurrency int     `yaml:"concurrency"`
+}
+
+// Duration is a time.Duration written the way Envoy's JSON writes durations ("10s", "0.5s")
+// or as a Go duration ("1m30s").
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String renders the duration as Envoy writes it in JSON: seconds with an "s" suffix.
+func (d Duration) String() string {
+	return strconv.FormatFloat(time.Duration(d).Seconds(), 'f', -1, 64) + "s"
+}
+
+// ParseDuration reads "10s", "0.5s", "250ms" or "1m30s".
+func ParseDuration(s string) (Duration, error) {
+	s = strings.TrimSpace(s)
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (write it as 10s, 0.5s or 250ms)", s)
+	}
+	return Duration(d), nil
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseDuration(n.Value)
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// MarshalYAML implements yaml.Marshaler.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// MarshalText renders the duration for JSON output.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText parses the duration from JSON input.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// Effective returns the scenario as run on the given target: on "local" the Local departures
+// are applied on top of the lab values; on any other target the lab values are returned.
+func (s *Scenario) Effective(target string) Scenario {
+	out := *s
+	out.Knobs = s.Knobs.Clone()
+	if target != TargetLocal {
+		return out
+	}
+	if s.Local.Load.Duration > 0 {
+		out.Load.Duration = s.Local.Load.Duration
+	}
+	if s.Local.Load.Warmup > 0 {
+		out.Load.Warmup = s.Local.Load.Warmup
+	}
+	if s.Local.Load.Settle > 0 {
+		out.Load.Settle = s.Local.Load.Settle
+	}
+	if s.Local.Client.QPS > 0 {
+		out.Client.QPS = s.Local.Client.QPS
+	}
+	if s.Local.Client.Concurrency > 0 {
+		out.Client.Concurrency = s.Local.Client.Concurrency
+	}
+	out.Knobs = out.Knobs.Overlay(s.Local.Knobs)
+	return out
+}
+
+// TargetLocal names the local target.
+const TargetLocal = "local"
+
+// Departures lists, knob by knob, where the local target departs from the lab values.
+func (s *Scenario) Departures() []Departure {
+	var out []Departure
+	for _, spec := range Registry {
+		local, ok := spec.Get(&s.Local.Knobs)
+		if !ok {
+			continue
+		}
+		lab, labSet := spec.Get(&s.Knobs)
+		labText := spec.Default + " (Envoy default)"
+		if labSet {
+			labText = lab
+		}
+		out = append(out, Departure{Field: "knobs." + spec.Path, Lab: labText, Local: local})
+	}
+	add := func(field string, lab, local string) {
+		out = append(out, Departure{Field: field, Lab: lab, Local: local})
+	}
+	if s.Local.Load.Duration > 0 {
+		add("load.duration", s.Load.Duration.String(), s.Local.Load.Duration.String())
+	}
+	if s.Local.Load.Warmup > 0 {
+		add("load.warmup", s.Load.Warmup.String(), s.Local.Load.Warmup.String())
+	}
+	if s.Local.Load.Settle > 0 {
+		add("load.settle", s.Load.Settle.String(), s.Local.Load.Settle.String())
+	}
+	if s.Local.Client.QPS > 0 {
+		add("client.qps", strconv.FormatFloat(s.Client.QPS, 'f', -1, 64), strconv.FormatFloat(s.Local.Client.QPS, 'f', -1, 64))
+	}
+	if s.Local.Client.Concurrency > 0 {
+		add("client.concurrency", strconv.Itoa(s.Client.Concurrency), strconv.Itoa(s.Local.Client.Concurrency))
+	}
+	return out
+}
+
+// Departure is one value that differs between the lab and the local target.
+type Departure struct {
+	Field string `json:"field"`
+	Lab   string `json:"lab"`
+	Local string `json:"local"`
+}
