@@ -52,15 +52,14 @@ func newConnTable(o *Options) *connTable {
 // dialTLS is the transport's dial hook: plain TCP for h2c (prior knowledge), TLS with ALPN h2
 // for https.
 func (t *connTable) dialTLS(ctx context.Context, network, addr string, cfg *tls.Config) (net.Conn, error) {
+	if !t.allowRemote {
+		if err := checkLoopback(ctx, addr); err != nil {
+			return nil, err
+		}
+	}
 	c, err := t.dial(ctx, network, addr)
 	if err != nil {
 		return nil, err
-	}
-	if !t.allowRemote {
-		if err := checkLoopback(c.RemoteAddr()); err != nil {
-			c.Close()
-			return nil, err
-		}
 	}
 	if cfg != nil {
 		tc := tls.Client(c, cfg)
@@ -78,12 +77,23 @@ func (t *connTable) dialTLS(ctx context.Context, network, addr string, cfg *tls.
 	return tc, nil
 }
 
-func checkLoopback(a net.Addr) error {
-	ta, ok := a.(*net.TCPAddr)
-	if ok && ta.IP.IsLoopback() {
-		return nil
+// checkLoopback refuses, before any packet is sent, a target that is not on 127.0.0.0/8 (or
+// ::1): load goes elsewhere only when the user says so.
+func checkLoopback(ctx context.Context, addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("refusing to send load to %s: only loopback (127.0.0.0/8) targets are allowed without -allow-remote", a)
+	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return err
+	}
+	for _, ip := range ips {
+		if !ip.IP.IsLoopback() {
+			return fmt.Errorf("refusing to send load to %s (%s): only loopback targets (127.0.0.0/8) are allowed without -allow-remote", host, ip.IP)
+		}
+	}
+	return nil
 }
 
 // trace returns a ClientTrace that credits each request to its connection.

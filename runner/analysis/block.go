@@ -21,7 +21,12 @@ func WriteBlock(w io.Writer, h Header, vs []Verdict) {
 	fmt.Fprintf(w, "\nHypothesis evaluation (%s target: %d pods x %d worker(s), %d run(s) per scenario)\n",
 		h.Target, h.Pods, h.Concurrency, max(1, h.Repeat))
 	fmt.Fprintln(w, strings.Repeat("-", 100))
+	var notRun []string
 	for _, v := range vs {
+		if v.Verdict == Skipped && strings.HasPrefix(v.Detail, "not in this run") {
+			notRun = append(notRun, v.ID)
+			continue
+		}
 		ratio := ""
 		if v.Ratio != nil && !math.IsInf(*v.Ratio, 0) && !math.IsNaN(*v.Ratio) {
 			ratio = fmt.Sprintf("%.2f", *v.Ratio)
@@ -40,6 +45,9 @@ func WriteBlock(w io.Writer, h Header, vs []Verdict) {
 			fmt.Fprintf(w, "%-11s %s = %s\n", "", v.RatioName, ratio)
 		}
 		fmt.Fprintf(w, "%-11s %s\n", "", v.Detail)
+	}
+	if len(notRun) > 0 {
+		fmt.Fprintf(w, "not evaluated (their scenarios were not in this run): %s\n", strings.Join(notRun, ", "))
 	}
 	fmt.Fprintln(w, strings.Repeat("-", 100))
 }

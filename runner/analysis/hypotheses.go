@@ -66,7 +66,7 @@ func Evaluate(runs map[string][]*Result, pods int) []Verdict {
 		}
 		if len(missing) > 0 {
 			v.Verdict = Skipped
-			v.Detail = "not run: " + strings.Join(missing, ", ")
+			v.Detail = "not in this run: " + strings.Join(missing, ", ")
 			for _, n := range missing {
 				if rs := runs[n]; len(rs) > 0 && rs[0].Reason != "" {
 					v.Detail = n + " " + rs[0].Status + ": " + rs[0].Reason

@@ -133,7 +133,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if o.Repeat == 1 {
 		sum.Runs = nil
 	}
-	if !o.SkipEval && len(o.Only) == 0 {
+	if !o.SkipEval {
 		sum.Evaluation = r.evaluate()
 		for _, v := range sum.Evaluation {
 			sum.Hypotheses[v.ID] = v

@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/runner/suite"
+)
+
+// TestLocalSuiteEndToEnd runs the scenarios behind the lab's robust findings on the local
+// target with the catalog's own local timings, through the command line, and checks the
+// directions the lab claims. Placement is random, so every check is one that holds whatever
+// pods the connections land on.
+func TestLocalSuiteEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end suite run (about 90 s)")
+	}
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	only := "01-baseline,02-trigger,02-fortio,03-fortio,04-mrpc,04-fortio,10-rotation,12-grpc-variant"
+	err := Run(context.Background(), []string{"suite", "--target", "local", "--only", only, "--out", out, "--json"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("suite: %v\n%s", err, stderr.String())
+	}
+	var sum suite.Summary
+	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
+		t.Fatalf("summary JSON: %v\n%s", err, stdout.String())
+	}
+	if sum.Target != "local" || sum.Pods != 6 || sum.Concurrency != 1 || !sum.Complete {
+		t.Fatalf("summary header %+v", sum)
+	}
+	get := func(name string) *analysis.Result {
+		r := sum.Scenarios[name]
+		if r == nil || r.Status != "ok" {
+			t.Fatalf("%s: %+v", name, r)
+		}
+		return r
+	}
+	s1, s2 := get("01-baseline"), get("02-trigger")
+	if s2.CV < 2*s1.CV {
+		t.Errorf("H-A: s2 CV %.3f < 2 x s1 CV %.3f", s2.CV, s1.CV)
+	}
+	f2, f3 := get("02-fortio"), get("03-fortio")
+	if f3.ConnectionsTotal != f2.ConnectionsTotal || f2.ConnectionsTotal != 2 {
+		t.Errorf("H-B: fortio opened %v then %v connections under the cap, want 2 and 2", f2.ConnectionsTotal, f3.ConnectionsTotal)
+	}
+	if f3.ChanceVerdict != analysis.WithinChance {
+		t.Errorf("03-fortio CV %.3f is %s for k=%v", f3.CV, f3.ChanceVerdict, f3.ConnectionsTotal)
+	}
+	f4 := get("04-fortio")
+	if f4.GoAways == 0 || f4.CV > 0.5*f2.CV {
+		t.Errorf("H-C fortio: %v GOAWAYs, CV %.3f vs 02-fortio %.3f (want <= half)", f4.GoAways, f4.CV, f2.CV)
+	}
+	s4 := get("04-mrpc")
+	if s4.GoAways == 0 || s4.MaxRequestsReached == 0 || s4.CV >= s2.CV {
+		t.Errorf("H-C h2dial: %v GOAWAYs, CV %.3f vs 02-trigger %.3f", s4.GoAways, s4.CV, s2.CV)
+	}
+	s12 := get("12-grpc-variant")
+	if s12.ConnectionsTotal != 1 || math.Abs(s12.CV-math.Sqrt(5)) > 1e-3 || s12.Requests == 0 {
+		t.Errorf("S12: %v connections, CV %.4f, %d requests", s12.ConnectionsTotal, s12.CV, s12.Requests)
+	}
+	if s10 := get("10-rotation"); s10.MaxDurationReached == 0 {
+		t.Errorf("S10: downstream_cx_max_duration_reached is 0")
+	}
+	if v := sum.Hypotheses["H-A"]; v.Verdict != analysis.Pass {
+		t.Errorf("H-A verdict %+v", v)
+	}
+
+	// The results folder holds what the lab always wrote, plus ours.
+	dir := sum.Dir
+	if dir == "" {
+		entries, _ := os.ReadDir(out)
+		dir = filepath.Join(out, entries[0].Name())
+	}
+	for _, f := range []string{"summary.json", "02-trigger/cv.txt", "02-trigger/worker_cv_per_pod.txt",
+		"02-trigger/timeseries.csv", "02-trigger/h2dial.json", "02-trigger/h2dial.txt", "02-fortio/fortio.json",
+		"12-grpc-variant/grpc.json", "02-trigger/cx_http2_total_per_pod.txt", "02-trigger/scenario.yaml",
+		"04-fortio/scenario.yaml", "02-trigger/result.json"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("results lack %s: %v", f, err)
+		}
+	}
+	ts, _ := os.ReadFile(filepath.Join(dir, "02-trigger", "timeseries.csv"))
+	if lines := strings.Count(string(ts), "\n"); lines < 5 {
+		t.Errorf("timeseries.csv has %d lines", lines)
+	}
+	sc, _ := os.ReadFile(filepath.Join(dir, "04-fortio", "scenario.yaml"))
+	if !strings.Contains(string(sc), "local_departures") || !strings.Contains(string(sc), "10000") {
+		t.Errorf("04-fortio/scenario.yaml does not show the lab value beside the local one:\n%s", sc)
+	}
+}
