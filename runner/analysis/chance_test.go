@@ -13,8 +13,8 @@ func TestCV(t *testing.T) {
 		{nil, 0},
 		{[]float64{0, 0, 0}, 0},
 		{[]float64{5, 5, 5, 5}, 0},
-		{[]float64{1, 0, 0, 0, 0, 0}, math.Sqrt(5)},   // all on one of six pods
-		{[]float64{1, 1, 0, 0, 0, 0}, math.Sqrt(2)},   // two hot pods
+		{[]float64{1, 0, 0, 0, 0, 0}, math.Sqrt(5)}, // all on one of six pods
+		{[]float64{1, 1, 0, 0, 0, 0}, math.Sqrt(2)}, // two hot pods
 		{[]float64{3, 1}, 0.5},
 	}
 	for _, c := range cases {

@@ -46,22 +46,22 @@ type Options struct {
 // fields target, pods, concurrency, scenarios.<name>.{cv, connections, connections_total,
 // worker_cv_mean, goaways, rps, p99_ms} and hypotheses.<id>.{verdict, ratio}.
 type Summary struct {
-	Target      string                       `json:"target"`
-	Pods        int                          `json:"pods"`
-	Concurrency int                          `json:"concurrency"`
-	Repeat      int                          `json:"repeat"`
-	Started     time.Time                    `json:"started"`
-	Finished    time.Time                    `json:"finished"`
-	Complete    bool                         `json:"complete"`
-	Interrupted bool                         `json:"interrupted,omitempty"`
-	Info        target.Info                  `json:"info"`
-	Names       stats.Names                  `json:"names"`
-	Order       []string                     `json:"order"`
-	Scenarios   map[string]*analysis.Result  `json:"scenarios"`
+	Target      string                        `json:"target"`
+	Pods        int                           `json:"pods"`
+	Concurrency int                           `json:"concurrency"`
+	Repeat      int                           `json:"repeat"`
+	Started     time.Time                     `json:"started"`
+	Finished    time.Time                     `json:"finished"`
+	Complete    bool                          `json:"complete"`
+	Interrupted bool                          `json:"interrupted,omitempty"`
+	Info        target.Info                   `json:"info"`
+	Names       stats.Names                   `json:"names"`
+	Order       []string                      `json:"order"`
+	Scenarios   map[string]*analysis.Result   `json:"scenarios"`
 	Runs        map[string][]*analysis.Result `json:"runs,omitempty"`
-	Hypotheses  map[string]analysis.Verdict  `json:"hypotheses"`
-	Evaluation  []analysis.Verdict           `json:"-"`
-	Dir         string                       `json:"-"`
+	Hypotheses  map[string]analysis.Verdict   `json:"hypotheses"`
+	Evaluation  []analysis.Verdict            `json:"-"`
+	Dir         string                        `json:"-"`
 }
 
 // ErrInterrupted reports a run stopped by its context (Ctrl-C); its results are kept.
