@@ -43,7 +43,9 @@ func TestFortioIsAFixedPool(t *testing.T) {
 	}
 }
 
-type echo struct{ testpb.UnimplementedTestServiceServer }
+type echo struct {
+	testpb.UnimplementedTestServiceServer
+}
 
 func (echo) UnaryCall(context.Context, *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
 	return &testpb.SimpleResponse{}, nil
