@@ -32,6 +32,7 @@ type Stat struct {
 	Kind   StatKind
 	v      atomic.Int64
 	h      *histogram
+	read   func() int64 // a stat computed when read, instead of v
 }
 
 // Inc adds one.
@@ -47,7 +48,12 @@ func (s *Stat) Add(n int64) { s.v.Add(n) }
 func (s *Stat) Set(n int64) { s.v.Store(n) }
 
 // Value reads the value.
-func (s *Stat) Value() int64 { return s.v.Load() }
+func (s *Stat) Value() int64 {
+	if s.read != nil {
+		return s.read()
+	}
+	return s.v.Load()
+}
 
 // Observe records a histogram sample (in the histogram's unit, milliseconds for Envoy's).
 func (s *Stat) Observe(v float64) { s.h.observe(v) }

@@ -20,6 +20,7 @@ type Worker struct {
 
 	mu        sync.Mutex
 	busyUntil time.Time
+	booked    time.Duration // all work ever booked
 
 	active   atomic.Int64 // connections pinned here
 	busyNs   *Stat
@@ -31,6 +32,7 @@ func newWorker(id int, clock *Clock, st *Store, listenerAddr string) *Worker {
 	w := &Worker{ID: id, clock: clock}
 	wl := Label{"worker", strconv.Itoa(id)}
 	w.busyNs = emulatorStat(st, Counter, "worker_busy_ns", wl)
+	w.busyNs.read = w.busyTime
 	w.cxTotal = workerStat(st, Counter, listenerAddr, id, "downstream_cx_total")
 	w.cxActive = workerStat(st, Gauge, listenerAddr, id, "downstream_cx_active")
 	return w
@@ -46,9 +48,17 @@ func (w *Worker) Book(d time.Duration) time.Time {
 	}
 	end := start.Add(d)
 	w.busyUntil = end
+	w.booked += d
 	w.mu.Unlock()
-	w.busyNs.Add(int64(d))
 	return end
+}
+
+// busyTime is the work done so far: everything booked minus what is still queued. It only
+// grows, so it is a counter, and a window's busy ratio is its increase over the window's length.
+func (w *Worker) busyTime() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return int64(w.booked - max(0, time.Until(w.busyUntil)))
 }
 
 // Serve books d of work and waits until it is done.
