@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build run test test-short test-long vet fmt fuzz bench tools clean
+.PHONY: all build run test test-short test-pulumi vet fmt tools clean
 
 all: build
 
@@ -18,6 +18,12 @@ test: vet ## unit tests plus the end-to-end local suite (what CI runs)
 
 test-short: ## unit tests only
 	$(GO) test -count=1 -short ./...
+
+tools: ## the Pulumi CLI, Go language host and Kubernetes provider, built once into ~/.cache/igwlab/tools
+	bash hack/pulumi-tools.sh
+
+test-pulumi: ## the program through the real Pulumi CLI in render mode (builds the tools on first use)
+	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" $(GO) test -count=1 -timeout 30m -run 'TestRenderMode' -v ./infra/
 
 vet:
 	$(GO) vet ./...

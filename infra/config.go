@@ -1,0 +1,240 @@
+// Package infra is the lab as a Pulumi program: a k3d cluster (or an existing one), Istio
+// ambient, the ingress gateway, backends, load generators, monitoring with the dashboard, an
+// optional waypoint, and the EnvoyFilter of the selected scenario, rendered from the stacks/
+// catalog. Program is the one entry point, used by `pulumi up` and by the runner's
+// Automation API alike.
+package infra
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
+
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// Config is the stack's configuration, read once (namespace "igwlab").
+type Config struct {
+	// Cluster is "k3d" (create one with k3d) or "existing" (use Kubeconfig/KubeContext).
+	Cluster     string
+	ClusterName string
+	K3sImage    string
+	HostPort    int // host port mapped to the gateway Service's port 80 by k3d
+	Kubeconfig  string
+	KubeContext string
+
+	IstioVersion      string
+	GatewayAPIVersion string
+	GatewayReplicas   int
+	ProxyConcurrency  int
+	WaypointReplicas  int
+
+	Scenario string
+	// JWKS is scenario 11's key set (JSON); empty uses Istio's sample key set by URL.
+	JWKS string
+
+	Monitoring                 bool
+	KubePrometheusStackVersion string
+	GrafanaPassword            pulumi.StringOutput
+	grafanaPasswordSet         bool
+
+	Images Images
+
+	// InstallUpstream installs what is fetched from the internet: Helm charts (Istio,
+	// kube-prometheus-stack) and the Gateway API CRDs. Off only where they cannot be reached.
+	InstallUpstream bool
+	// BuildImages builds the h2dial image with Docker and imports it into k3d.
+	BuildImages bool
+	// RenderDir, when set, writes manifests there instead of applying them (the Kubernetes
+	// provider's renderYamlToDirectory); no cluster is needed.
+	RenderDir string
+	// RenderAllScenarios renders every scenario's EnvoyFilter side by side (render mode only).
+	RenderAllScenarios bool
+}
+
+// Images are the pinned container images.
+type Images struct {
+	HTTPBin string
+	GRPCBin string
+	Fortio  string
+	GHZ     string
+	H2dial  string // repository (the tag is the hash of the h2dial sources)
+}
+
+// Defaults are the lab's pins.
+var Defaults = Config{
+	Cluster: "k3d", ClusterName: "igw-tc-lab", K3sImage: "rancher/k3s:v1.33.4-k3s1", HostPort: 18080,
+	IstioVersion: "1.27.9", GatewayAPIVersion: "v1.3.0", GatewayReplicas: 6, ProxyConcurrency: 1,
+	WaypointReplicas: 3, Scenario: "02-trigger", Monitoring: true, KubePrometheusStackVersion: "84.5.0",
+	InstallUpstream: true, BuildImages: true,
+	Images: Images{
+		HTTPBin: "ghcr.io/mccutchen/go-httpbin:2.26.0",
+		GRPCBin: "moul/grpcbin@sha256:bd8f2ffdd02d0849fad2d1c754eff4402c867e7a3e0552b8992f4590f5687d20",
+		Fortio:  "fortio/fortio:1.75.3",
+		GHZ:     "ghcr.io/bojand/ghz:0.121.0",
+		H2dial:  "igwlab/h2dial",
+	},
+}
+
+var (
+	namePattern    = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$`)
+	versionPattern = regexp.MustCompile(`^\d+\.\d+\.\d+$`)
+	k3sPattern     = regexp.MustCompile(`^rancher/k3s:v\d+\.\d+\.\d+-k3s\d+$`)
+)
+
+// ConfigError names the config key, its value and what is allowed.
+type ConfigError struct {
+	Key, Value, Allowed string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("stack config igwlab:%s = %q: allowed %s", e.Key, e.Value, e.Allowed)
+}
+
+// LoadConfig reads and validates the stack's configuration.
+func LoadConfig(ctx *pulumi.Context) (Config, error) {
+	c := config.New(ctx, "igwlab")
+	cfg := Defaults
+	str := func(key string, dst *string) {
+		if v := c.Get(key); v != "" {
+			*dst = v
+		}
+	}
+	var errs []error
+	integer := func(key string, dst *int) {
+		raw := c.Get(key)
+		if raw == "" {
+			return
+		}
+		var n int
+		if _, err := fmt.Sscanf(raw, "%d", &n); err != nil || fmt.Sprint(n) != strings.TrimSpace(raw) {
+			errs = append(errs, &ConfigError{key, raw, "a whole number"})
+			return
+		}
+		*dst = n
+	}
+	boolean := func(key string, dst *bool) {
+		switch raw := c.Get(key); raw {
+		case "":
+		case "true":
+			*dst = true
+		case "false":
+			*dst = false
+		default:
+			errs = append(errs, &ConfigError{key, raw, "true or false"})
+		}
+	}
+	str("cluster", &cfg.Cluster)
+	str("clusterName", &cfg.ClusterName)
+	str("k3sImage", &cfg.K3sImage)
+	integer("hostPort", &cfg.HostPort)
+	str("kubeconfig", &cfg.Kubeconfig)
+	str("kubeContext", &cfg.KubeContext)
+	str("istioVersion", &cfg.IstioVersion)
+	str("gatewayApiVersion", &cfg.GatewayAPIVersion)
+	integer("gatewayReplicas", &cfg.GatewayReplicas)
+	integer("proxyConcurrency", &cfg.ProxyConcurrency)
+	integer("waypointReplicas", &cfg.WaypointReplicas)
+	str("scenario", &cfg.Scenario)
+	str("jwks", &cfg.JWKS)
+	boolean("monitoring", &cfg.Monitoring)
+	str("kubePrometheusStackVersion", &cfg.KubePrometheusStackVersion)
+	boolean("installUpstream", &cfg.InstallUpstream)
+	boolean("buildImages", &cfg.BuildImages)
+	str("renderDir", &cfg.RenderDir)
+	boolean("renderAllScenarios", &cfg.RenderAllScenarios)
+	str("httpbinImage", &cfg.Images.HTTPBin)
+	str("grpcbinImage", &cfg.Images.GRPCBin)
+	str("fortioImage", &cfg.Images.Fortio)
+	str("ghzImage", &cfg.Images.GHZ)
+	if _, err := c.TrySecret("grafanaPassword"); err == nil {
+		cfg.GrafanaPassword = c.RequireSecret("grafanaPassword")
+		cfg.grafanaPasswordSet = true
+	}
+	if len(errs) > 0 {
+		return cfg, errors.Join(errs...)
+	}
+	return cfg, cfg.Validate()
+}
+
+// WithGrafanaPassword sets the Grafana password (tests and programs that build Config by hand).
+func (c Config) WithGrafanaPassword(p pulumi.StringOutput) Config {
+	c.GrafanaPassword, c.grafanaPasswordSet = p, true
+	return c
+}
+
+// Validate checks every value; each error names the key, the value and what is allowed.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key, value, allowed string) { errs = append(errs, &ConfigError{key, value, allowed}) }
+	switch c.Cluster {
+	case "k3d":
+		if !namePattern.MatchString(c.ClusterName) {
+			bad("clusterName", c.ClusterName, "lower-case letters, digits and dashes, at most 32 characters")
+		}
+		if !k3sPattern.MatchString(c.K3sImage) {
+			bad("k3sImage", c.K3sImage, "a pinned k3s image such as rancher/k3s:v1.33.4-k3s1 (the CNI paths depend on it)")
+		}
+	case "existing":
+		if c.RenderDir == "" && c.Kubeconfig == "" && c.KubeContext == "" {
+			bad("kubeconfig", c.Kubeconfig, "a kubeconfig path (or set kubeContext) when cluster is existing")
+		}
+	default:
+		bad("cluster", c.Cluster, "k3d or existing")
+	}
+	if c.HostPort < 1 || c.HostPort > 65535 {
+		bad("hostPort", fmt.Sprint(c.HostPort), "1..65535")
+	}
+	if !versionPattern.MatchString(c.IstioVersion) || !strings.HasPrefix(c.IstioVersion, "1.") {
+		bad("istioVersion", c.IstioVersion, "an Istio release such as 1.27.9")
+	}
+	if !regexp.MustCompile(`^v\d+\.\d+\.\d+$`).MatchString(c.GatewayAPIVersion) {
+		bad("gatewayApiVersion", c.GatewayAPIVersion, "a Gateway API release such as v1.3.0")
+	}
+	if c.GatewayReplicas < 1 || c.GatewayReplicas > 50 {
+		bad("gatewayReplicas", fmt.Sprint(c.GatewayReplicas), "1..50")
+	}
+	if c.ProxyConcurrency < 1 || c.ProxyConcurrency > 64 {
+		bad("proxyConcurrency", fmt.Sprint(c.ProxyConcurrency), "1..64 Envoy workers per gateway pod")
+	}
+	if c.WaypointReplicas < 1 || c.WaypointReplicas > 20 {
+		bad("waypointReplicas", fmt.Sprint(c.WaypointReplicas), "1..20")
+	}
+	if !versionPattern.MatchString(c.KubePrometheusStackVersion) {
+		bad("kubePrometheusStackVersion", c.KubePrometheusStackVersion, "a chart version such as 84.5.0")
+	}
+	cat, err := stacks.Builtin()
+	if err != nil {
+		return err
+	}
+	if _, err := cat.MustGet(c.Scenario); err != nil {
+		bad("scenario", c.Scenario, "a scenario of the catalog: "+strings.Join(cat.Names(), ", "))
+	}
+	if c.Monitoring && c.InstallUpstream && !c.grafanaPasswordSet {
+		bad("grafanaPassword", "", "a secret: pulumi config set --secret igwlab:grafanaPassword <password>")
+	}
+	if c.RenderAllScenarios && c.RenderDir == "" {
+		bad("renderAllScenarios", "true", "true only together with renderDir (every scenario's filter at once would conflict on a cluster)")
+	}
+	if c.RenderDir != "" && c.Cluster == "k3d" {
+		bad("cluster", c.Cluster, "existing when renderDir is set (render mode needs no cluster)")
+	}
+	return errors.Join(errs...)
+}
+
+// ScenarioOf returns the configured scenario with the lab's values.
+func (c Config) ScenarioOf() (stacks.Scenario, *stacks.Catalog, error) {
+	cat, err := stacks.Builtin()
+	if err != nil {
+		return stacks.Scenario{}, nil, err
+	}
+	sc, err := cat.MustGet(c.Scenario)
+	if err != nil {
+		return stacks.Scenario{}, nil, err
+	}
+	return sc.Effective("k3d"), cat, nil
+}

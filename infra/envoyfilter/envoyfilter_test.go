@@ -1,0 +1,140 @@
+package envoyfilter
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/igwlab/igwlab/stacks"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden EnvoyFilter files")
+
+func catalog(t *testing.T) []*stacks.Scenario {
+	t.Helper()
+	cat, err := stacks.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat.All()
+}
+
+// TestGoldenEnvoyFilters renders every scenario's EnvoyFilter (with the lab's values) and
+// compares it with testdata/<scenario>.yaml. Run with -update to accept a change.
+func TestGoldenEnvoyFilters(t *testing.T) {
+	for _, sc := range catalog(t) {
+		got, err := YAML(Object(DefaultName, sc.Effective("k3d"), DefaultTarget))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join("testdata", sc.Name+".yaml")
+		if *update {
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run go test ./infra/envoyfilter -update)", err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s: EnvoyFilter differs from %s:\n%s", sc.Name, path, got)
+		}
+	}
+}
+
+// TestEveryScenarioValidatesAgainstEnvoyAndIstio decodes every rendered spec into istio.io/api's
+// EnvoyFilter and every patch into Envoy's protos, unknown fields rejected.
+func TestEveryScenarioValidatesAgainstEnvoyAndIstio(t *testing.T) {
+	for _, sc := range catalog(t) {
+		for _, target := range []string{"k3d", stacks.TargetLocal} {
+			eff := sc.Effective(target)
+			if err := Validate(Spec(eff, DefaultTarget)); err != nil {
+				t.Errorf("%s (%s): %v", sc.Name, target, err)
+			}
+			if ra := RequestAuthentication(eff, DefaultTarget, `{"keys":[]}`); ra != nil {
+				if err := ValidateRequestAuthentication(ra); err != nil {
+					t.Errorf("%s: %v", sc.Name, err)
+				}
+			}
+		}
+	}
+}
+
+// TestMisspeltKnobFailsValidation is the guard the proto check exists for: a field Envoy does
+// not have must be caught before any cluster sees it.
+func TestMisspeltKnobFailsValidation(t *testing.T) {
+	cases := map[string]func(spec map[string]any){
+		"misspelt HCM field": func(spec map[string]any) {
+			tc := typedConfig(spec)
+			h2 := tc["http2_protocol_options"].(map[string]any)
+			h2["max_concurent_streams"] = h2["max_concurrent_streams"]
+			delete(h2, "max_concurrent_streams")
+		},
+		"field on the wrong message": func(spec map[string]any) {
+			typedConfig(spec)["per_connection_buffer_limit_bytes"] = 1024 // a Listener field, not an HCM one
+		},
+		"wrong value type": func(spec map[string]any) {
+			typedConfig(spec)["http2_protocol_options"].(map[string]any)["max_concurrent_streams"] = "lots"
+		},
+		"unknown applyTo": func(spec map[string]any) {
+			spec["configPatches"].([]any)[0].(map[string]any)["applyTo"] = "NETWORK_FILTERS"
+		},
+		"selector instead of workloadSelector": func(spec map[string]any) {
+			spec["selector"] = spec["workloadSelector"]
+			delete(spec, "workloadSelector")
+		},
+	}
+	for name, edit := range cases {
+		var sc stacks.Scenario
+		for _, s := range catalog(t) {
+			if s.Name == "04-mrpc" {
+				sc = s.Effective("k3d")
+			}
+		}
+		spec := Spec(sc, DefaultTarget)
+		edit(spec)
+		if err := Validate(spec); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func typedConfig(spec map[string]any) map[string]any {
+	p := spec["configPatches"].([]any)[0].(map[string]any)
+	return p["patch"].(map[string]any)["value"].(map[string]any)["typed_config"].(map[string]any)
+}
+
+// TestKnobsRoundTrip reads every scenario's knobs back out of its EnvoyFilter.
+func TestKnobsRoundTrip(t *testing.T) {
+	for _, sc := range catalog(t) {
+		eff := sc.Effective("k3d")
+		// Through YAML and back, as the runner reads what the Pulumi program rendered.
+		b, _ := YAML(Object(DefaultName, eff, DefaultTarget))
+		var obj map[string]any
+		if err := yaml.Unmarshal(b, &obj); err != nil {
+			t.Fatal(err)
+		}
+		k, al, err := Knobs(obj["spec"].(map[string]any))
+		if err != nil {
+			t.Fatalf("%s: %v", sc.Name, err)
+		}
+		if !reflect.DeepEqual(k.Set(), eff.Knobs.Set()) {
+			t.Errorf("%s: read back %v, want %v", sc.Name, k.Set(), eff.Knobs.Set())
+		}
+		if (al != nil) != (eff.Filters.AccessLog != nil) {
+			t.Errorf("%s: access log read back %v", sc.Name, al)
+		}
+	}
+	_, _, err := Knobs(map[string]any{"configPatches": []any{map[string]any{"applyTo": "LISTENER",
+		"patch": map[string]any{"value": map[string]any{"tcp_backlog_size": 10.0}}}}})
+	if err == nil || !strings.Contains(err.Error(), "listener.tcp_backlog_size") {
+		t.Fatalf("unknown knob read back: %v", err)
+	}
+}

@@ -1,0 +1,101 @@
+package infra
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v3"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// GatewayArgs configure the ingress gateway.
+type GatewayArgs struct {
+	Version     string
+	Replicas    int
+	Concurrency int // Envoy worker threads per pod
+	Install     bool
+	Istio       *IstioAmbient
+}
+
+// IngressGateway is Istio's gateway chart released as istio-ingressgateway, so its pods carry
+// istio: ingressgateway and its HCM stat prefix is outbound_0.0.0.0_80.
+type IngressGateway struct {
+	pulumi.ResourceState
+	Namespace *corev1.Namespace
+	Release   *helm.Release
+	// ProxyConfig is the pod annotation proxy.istio.io/config.
+	ProxyConfig string
+}
+
+// StatsInclusions are the proxyStatsMatcher regexes the gateway needs: Istio's default matcher
+// drops listener, HCM and most cluster stats, including the per-worker ones this lab is about.
+var StatsInclusions = []string{
+	`.*downstream_cx.*`,
+	`.*downstream_rq.*`,
+	`.*downstream_flow_control.*`,
+	`.*upstream_cx.*`,
+	`.*upstream_rq.*`,
+	`.*upstream_flow_control.*`,
+	`.*http2\..*`,
+	`listener\..*`,
+	`.*ssl.*`,
+	`server\.concurrency`,
+}
+
+// ProxyConfig renders the proxy.istio.io/config annotation: the worker count and the stats matcher.
+func ProxyConfig(concurrency int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "concurrency: %d\nproxyStatsMatcher:\n  inclusionRegexps:\n", concurrency)
+	for _, r := range StatsInclusions {
+		fmt.Fprintf(&b, "  - %q\n", r)
+	}
+	return b.String()
+}
+
+// NewIngressGateway installs the gateway.
+func NewIngressGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts ...pulumi.ResourceOption) (*IngressGateway, error) {
+	c := &IngressGateway{ProxyConfig: ProxyConfig(args.Concurrency)}
+	if err := ctx.RegisterComponentResource(componentType("IngressGateway"), name, c, opts...); err != nil {
+		return nil, err
+	}
+	var err error
+	c.Namespace, err = corev1.NewNamespace(ctx, "gateway-ns", &corev1.NamespaceArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(GatewayNamespace),
+			Labels: pulumi.StringMap{"app.kubernetes.io/part-of": pulumi.String("igwlab")}},
+	}, child(c, opts)...)
+	if err != nil {
+		return nil, err
+	}
+	cpu := pulumi.String(fmt.Sprint(args.Concurrency))
+	values := pulumi.Map{
+		"replicaCount": pulumi.Int(args.Replicas),
+		// The chart's HPA (1..5 replicas) would shrink a lightly loaded pool under the lab.
+		"autoscaling": pulumi.Map{"enabled": pulumi.Bool(false)},
+		// The istio label otherwise follows the release name; the lab's selectors need this one.
+		"labels": pulumi.Map{"istio": pulumi.String("ingressgateway")},
+		// CPU request = limit = workers, so concurrency means what it says.
+		"resources": pulumi.Map{
+			"requests": pulumi.Map{"cpu": cpu, "memory": pulumi.String("256Mi")},
+			"limits":   pulumi.Map{"cpu": cpu, "memory": pulumi.String("1Gi")},
+		},
+		"podAnnotations": pulumi.Map{"proxy.istio.io/config": pulumi.String(c.ProxyConfig)},
+	}
+	if args.Install {
+		c.Release, err = helm.NewRelease(ctx, GatewayRelease, &helm.ReleaseArgs{
+			// A fixed release name: unset, Pulumi appends a random suffix and the pod label with it.
+			Name: pulumi.String(GatewayRelease), Chart: pulumi.String("gateway"), Version: pulumi.String(args.Version),
+			Namespace:      c.Namespace.Metadata.Name().Elem(),
+			RepositoryOpts: &helm.RepositoryOptsArgs{Repo: pulumi.String(IstioChartRepo)},
+			Values:         values, Timeout: pulumi.Int(600),
+		}, child(c, opts, dependsOn(args.Istio.Istiod, args.Istio.Ztunnel, c.Namespace))...)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{
+		"namespace": pulumi.String(GatewayNamespace), "replicas": pulumi.Int(args.Replicas),
+		"concurrency": pulumi.Int(args.Concurrency),
+	})
+}

@@ -1,0 +1,151 @@
+package infra
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/pulumi/pulumi-command/sdk/go/command/local"
+	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// LoadGenArgs configure the load generators.
+type LoadGenArgs struct {
+	Images      Images
+	Build       bool // build the h2dial image and import it into k3d
+	ClusterName string
+	Cluster     *Cluster
+	// SourceDir is the repository root the h2dial image is built from ("" = the working directory).
+	SourceDir string
+}
+
+// LoadGenerators is the loadgen namespace, deliberately outside the mesh (the lab measures the
+// clients' own HTTP/2 pools, with no proxy of their own in the way): fortio (its server as the
+// idle process) and h2dial (idle until the runner execs a run). ghz runs as a Job per run.
+type LoadGenerators struct {
+	pulumi.ResourceState
+	Namespace *corev1.Namespace
+	Fortio    *appsv1.Deployment
+	H2dial    *appsv1.Deployment
+	H2dialImg string
+	Build     *local.Command
+}
+
+// NewLoadGenerators creates the load generators.
+func NewLoadGenerators(ctx *pulumi.Context, name string, args *LoadGenArgs, opts ...pulumi.ResourceOption) (*LoadGenerators, error) {
+	c := &LoadGenerators{}
+	if err := ctx.RegisterComponentResource(componentType("LoadGenerators"), name, c, opts...); err != nil {
+		return nil, err
+	}
+	var err error
+	c.Namespace, err = corev1.NewNamespace(ctx, "loadgen-ns", &corev1.NamespaceArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(LoadgenNamespace), Labels: pulumi.StringMap{
+			"app.kubernetes.io/part-of": pulumi.String("igwlab")}},
+	}, child(c, opts)...)
+	if err != nil {
+		return nil, err
+	}
+	inNS := child(c, opts, dependsOn(c.Namespace))
+	res := resources("500m", "256Mi", "2", "1Gi")
+	// fortio's image is distroless: no shell, so its server is the idle process.
+	if c.Fortio, err = deployment(ctx, "fortio", LoadgenNamespace, 1, corev1.ContainerArgs{
+		Name: pulumi.String("fortio"), Image: pulumi.String(args.Images.Fortio), Args: pulumi.StringArray{pulumi.String("server")},
+		Resources: res,
+	}, inNS); err != nil {
+		return nil, err
+	}
+	// The image tag is the hash of h2dial's sources, so a change rebuilds and rolls the pod.
+	sum, err := sourceHash(args.SourceDir, "h2dial", "go.mod", "go.sum")
+	if err != nil {
+		return nil, err
+	}
+	c.H2dialImg = args.Images.H2dial + ":" + sum[:12]
+	h2Opts := inNS
+	if args.Build {
+		c.Build, err = local.NewCommand(ctx, "h2dial-image", &local.CommandArgs{
+			Create: pulumi.Sprintf("docker build -t %s -f h2dial/Dockerfile . && k3d image import %s -c %s",
+				c.H2dialImg, c.H2dialImg, args.ClusterName),
+			Dir:      pulumi.String(orDot(args.SourceDir)),
+			Triggers: pulumi.Array{pulumi.String(sum)},
+		}, child(c, opts, dependsOn(args.Cluster))...)
+		if err != nil {
+			return nil, err
+		}
+		h2Opts = child(c, opts, dependsOn(c.Namespace, c.Build))
+	}
+	if c.H2dial, err = deployment(ctx, "h2dial", LoadgenNamespace, 1, corev1.ContainerArgs{
+		Name: pulumi.String("h2dial"), Image: pulumi.String(c.H2dialImg), ImagePullPolicy: pulumi.String("Never"),
+		Args: pulumi.StringArray{pulumi.String("-idle")}, Resources: res,
+	}, h2Opts); err != nil {
+		return nil, err
+	}
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"namespace": pulumi.String(LoadgenNamespace),
+		"h2dialImage": pulumi.String(c.H2dialImg), "ghzImage": pulumi.String(args.Images.GHZ)})
+}
+
+func orDot(s string) string {
+	if s == "" {
+		return "."
+	}
+	return s
+}
+
+// sourceHash hashes the named files and folders (relative to root) in a stable order.
+func sourceHash(root string, paths ...string) (string, error) {
+	root = orDot(root)
+	h := sha256.New()
+	for _, p := range paths {
+		var files []string
+		err := filepath.WalkDir(filepath.Join(root, p), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() {
+				files = append(files, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+		sort.Strings(files)
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return "", err
+			}
+			rel, _ := filepath.Rel(root, f)
+			h.Write([]byte(filepath.ToSlash(rel)))
+			h.Write(b)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// RepoRoot finds the repository root (where go.mod names this module) from the working
+// directory upwards: `pulumi up`, the Automation API and tests all start somewhere below it.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(b), "module github.com/igwlab/igwlab\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the igwlab repository (no go.mod for github.com/igwlab/igwlab above the working directory)")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,118 @@
+package infra
+
+import (
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v3"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/igwlab/igwlab/dashboard"
+)
+
+// MonitoringArgs configure monitoring.
+type MonitoringArgs struct {
+	ChartVersion    string
+	Install         bool
+	GrafanaPassword pulumi.StringOutput // a secret
+}
+
+// Monitoring is kube-prometheus-stack trimmed for the lab, PodMonitors for the gateway, the
+// waypoint and ztunnel, and the dashboard as a ConfigMap Grafana's sidecar loads.
+type Monitoring struct {
+	pulumi.ResourceState
+	Namespace   *corev1.Namespace
+	Stack       *helm.Release
+	PodMonitors []*apiextensions.CustomResource
+	Dashboard   *corev1.ConfigMap
+}
+
+// NewMonitoring installs monitoring.
+func NewMonitoring(ctx *pulumi.Context, name string, args *MonitoringArgs, opts ...pulumi.ResourceOption) (*Monitoring, error) {
+	c := &Monitoring{}
+	if err := ctx.RegisterComponentResource(componentType("Monitoring"), name, c, opts...); err != nil {
+		return nil, err
+	}
+	var err error
+	c.Namespace, err = corev1.NewNamespace(ctx, "monitoring-ns", &corev1.NamespaceArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(MonitorNamespace),
+			Labels: pulumi.StringMap{"app.kubernetes.io/part-of": pulumi.String("igwlab")}},
+	}, child(c, opts)...)
+	if err != nil {
+		return nil, err
+	}
+	if args.Install {
+		values := pulumi.Map{
+			"alertmanager":          pulumi.Map{"enabled": pulumi.Bool(false)},
+			"nodeExporter":          pulumi.Map{"enabled": pulumi.Bool(false)},
+			"kubeStateMetrics":      pulumi.Map{"enabled": pulumi.Bool(false)},
+			"defaultRules":          pulumi.Map{"create": pulumi.Bool(false)},
+			"kubeEtcd":              pulumi.Map{"enabled": pulumi.Bool(false)}, // k3s embeds these; nothing to scrape
+			"kubeControllerManager": pulumi.Map{"enabled": pulumi.Bool(false)},
+			"kubeScheduler":         pulumi.Map{"enabled": pulumi.Bool(false)},
+			"kubeProxy":             pulumi.Map{"enabled": pulumi.Bool(false)},
+			// Its certificate Secret comes from hook Jobs; the lab does without the webhook.
+			"prometheusOperator": pulumi.Map{"admissionWebhooks": pulumi.Map{"enabled": pulumi.Bool(false)},
+				"tls": pulumi.Map{"enabled": pulumi.Bool(false)}},
+			"prometheus": pulumi.Map{"prometheusSpec": pulumi.Map{
+				// Without these only monitors labelled with the release are picked up.
+				"podMonitorSelectorNilUsesHelmValues":     pulumi.Bool(false),
+				"serviceMonitorSelectorNilUsesHelmValues": pulumi.Bool(false),
+				"podMonitorSelector":                      pulumi.Map{},
+				"podMonitorNamespaceSelector":             pulumi.Map{},
+				"scrapeInterval":                          pulumi.String("5s"),
+				"retention":                               pulumi.String("2d"),
+			}},
+			"grafana": pulumi.Map{
+				// kube-prometheus-stack >= 79 no longer has a default password: set it, from the secret.
+				"adminPassword":            args.GrafanaPassword,
+				"defaultDashboardsEnabled": pulumi.Bool(false),
+				"grafana.ini":              pulumi.Map{"users": pulumi.Map{"default_theme": pulumi.String("light")}},
+				"sidecar": pulumi.Map{"dashboards": pulumi.Map{"enabled": pulumi.Bool(true), "label": pulumi.String("grafana_dashboard"),
+					"labelValue": pulumi.String("1"), "searchNamespace": pulumi.String("ALL")}},
+			},
+		}
+		c.Stack, err = helm.NewRelease(ctx, "kube-prom-stack", &helm.ReleaseArgs{
+			Name: pulumi.String("kube-prom-stack"), Chart: pulumi.String("kube-prometheus-stack"), Version: pulumi.String(args.ChartVersion),
+			Namespace:      c.Namespace.Metadata.Name().Elem(),
+			RepositoryOpts: &helm.RepositoryOptsArgs{Repo: pulumi.String(PromChartRepo)},
+			Values:         values, Timeout: pulumi.Int(600),
+		}, child(c, opts, dependsOn(c.Namespace))...)
+		if err != nil {
+			return nil, err
+		}
+	}
+	monitors := []struct {
+		name, ns, port, path string
+		selector             map[string]any
+	}{
+		{"igw-envoy", GatewayNamespace, "http-envoy-prom", "/stats/prometheus", map[string]any{"istio": "ingressgateway"}},
+		{"waypoint-envoy", BackendNamespace, "http-envoy-prom", "/stats/prometheus", map[string]any{"gateway.networking.k8s.io/gateway-name": WaypointName}},
+		{"ztunnel", IstioNamespace, "ztunnel-stats", "/metrics", map[string]any{"app": "ztunnel"}},
+	}
+	for _, m := range monitors {
+		pm, err := customResource(ctx, m.name, "monitoring.coreos.com/v1", "PodMonitor", m.ns, map[string]any{
+			"selector":            map[string]any{"matchLabels": m.selector},
+			"namespaceSelector":   map[string]any{"matchNames": []any{m.ns}},
+			"podMetricsEndpoints": []any{map[string]any{"port": m.port, "path": m.path, "interval": "5s"}},
+		}, child(c, opts, dependsOn(c.Stack)))
+		if err != nil {
+			return nil, err
+		}
+		c.PodMonitors = append(c.PodMonitors, pm)
+	}
+	board, err := dashboard.JSON()
+	if err != nil {
+		return nil, err
+	}
+	c.Dashboard, err = corev1.NewConfigMap(ctx, "dashboard", &corev1.ConfigMapArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String("igw-thread-concentration-dashboard"), Namespace: pulumi.String(MonitorNamespace),
+			Labels: pulumi.StringMap{"grafana_dashboard": pulumi.String("1"), "app.kubernetes.io/part-of": pulumi.String("igwlab")}},
+		Data: pulumi.StringMap{dashboard.UID + ".json": pulumi.String(string(board))},
+	}, child(c, opts, dependsOn(c.Namespace))...)
+	if err != nil {
+		return nil, err
+	}
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"namespace": pulumi.String(MonitorNamespace),
+		"dashboard": pulumi.String(dashboard.UID)})
+}

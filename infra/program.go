@@ -1,0 +1,146 @@
+package infra
+
+import (
+	"fmt"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// Lab is everything the program builds.
+type Lab struct {
+	Provider   *kubernetes.Provider
+	Cluster    *Cluster // nil unless cluster is k3d
+	Istio      *IstioAmbient
+	Gateway    *IngressGateway
+	Backend    *Backend
+	LoadGen    *LoadGenerators
+	Monitoring *Monitoring // nil when monitoring is off
+	Waypoint   *Waypoint   // nil unless the scenario uses one
+	Scenario   *Scenario
+}
+
+// Namespaces of the lab.
+const (
+	IstioNamespace    = "istio-system"
+	GatewayNamespace  = "istio-ingress"
+	BackendNamespace  = "igw-test"
+	LoadgenNamespace  = "loadgen"
+	MonitorNamespace  = "monitoring"
+	GatewayRelease    = "istio-ingressgateway"
+	WaypointName      = "igw-test-waypoint"
+	IstioChartRepo    = "https://istio-release.storage.googleapis.com/charts"
+	PromChartRepo     = "https://prometheus-community.github.io/helm-charts"
+	gatewayAPICRDsURL = "https://github.com/kubernetes-sigs/gateway-api/releases/download/%s/standard-install.yaml"
+)
+
+// Program is the lab's Pulumi program: `pulumi up` runs it through infra/cmd/lab, and the
+// runner runs the same function through the Automation API. It reads the stack's config once.
+func Program(ctx *pulumi.Context) error {
+	cfg, err := LoadConfig(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = Build(ctx, cfg)
+	return err
+}
+
+// Build creates the lab from a validated configuration.
+func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
+	sc, cat, err := cfg.ScenarioOf()
+	if err != nil {
+		return nil, err
+	}
+	lab := &Lab{}
+	provArgs := &kubernetes.ProviderArgs{}
+	var provDeps []pulumi.Resource
+	switch {
+	case cfg.RenderDir != "":
+		provArgs.RenderYamlToDirectory = pulumi.StringPtr(cfg.RenderDir)
+	case cfg.Cluster == "k3d":
+		if lab.Cluster, err = NewCluster(ctx, "cluster", &ClusterArgs{Name: cfg.ClusterName, Image: cfg.K3sImage, HostPort: cfg.HostPort}); err != nil {
+			return nil, err
+		}
+		provArgs.Kubeconfig = lab.Cluster.Kubeconfig
+		provDeps = append(provDeps, lab.Cluster)
+	default:
+		if cfg.Kubeconfig != "" {
+			provArgs.Kubeconfig = pulumi.StringPtr(cfg.Kubeconfig)
+		}
+		if cfg.KubeContext != "" {
+			provArgs.Context = pulumi.StringPtr(cfg.KubeContext)
+		}
+	}
+	prov, err := kubernetes.NewProvider(ctx, "k8s", provArgs, pulumi.DependsOn(provDeps))
+	if err != nil {
+		return nil, err
+	}
+	lab.Provider = prov
+	opts := []pulumi.ResourceOption{pulumi.Provider(prov)}
+
+	if lab.Istio, err = NewIstioAmbient(ctx, "istio", &IstioArgs{Version: cfg.IstioVersion,
+		GatewayAPIVersion: cfg.GatewayAPIVersion, Install: cfg.InstallUpstream}, opts...); err != nil {
+		return nil, err
+	}
+	if lab.Gateway, err = NewIngressGateway(ctx, "gateway", &GatewayArgs{Version: cfg.IstioVersion,
+		Replicas: cfg.GatewayReplicas, Concurrency: cfg.ProxyConcurrency, Install: cfg.InstallUpstream,
+		Istio: lab.Istio}, opts...); err != nil {
+		return nil, err
+	}
+	if lab.Backend, err = NewBackend(ctx, "backend", &BackendArgs{Images: cfg.Images, Waypoint: sc.Waypoint,
+		Istio: lab.Istio}, opts...); err != nil {
+		return nil, err
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	if lab.LoadGen, err = NewLoadGenerators(ctx, "loadgen", &LoadGenArgs{Images: cfg.Images,
+		Build: cfg.BuildImages && cfg.Cluster == "k3d" && cfg.RenderDir == "", ClusterName: cfg.ClusterName,
+		Cluster: lab.Cluster, SourceDir: root}, opts...); err != nil {
+		return nil, err
+	}
+	if cfg.Monitoring {
+		if lab.Monitoring, err = NewMonitoring(ctx, "monitoring", &MonitoringArgs{ChartVersion: cfg.KubePrometheusStackVersion,
+			Install: cfg.InstallUpstream, GrafanaPassword: cfg.GrafanaPassword}, opts...); err != nil {
+			return nil, err
+		}
+	}
+	if sc.Waypoint {
+		if lab.Waypoint, err = NewWaypoint(ctx, "waypoint", &WaypointArgs{Replicas: cfg.WaypointReplicas,
+			Istio: lab.Istio, Backend: lab.Backend}, opts...); err != nil {
+			return nil, err
+		}
+	}
+	scenarios := []string{sc.Name}
+	if cfg.RenderAllScenarios {
+		scenarios = cat.Names()
+	}
+	if lab.Scenario, err = NewScenario(ctx, "scenario", &ScenarioArgs{Names: scenarios, Catalog: cat,
+		JWKS: cfg.JWKS, Istio: lab.Istio, Gateway: lab.Gateway, SideBySide: cfg.RenderAllScenarios}, opts...); err != nil {
+		return nil, err
+	}
+
+	ctx.Export("scenario", pulumi.String(sc.Name))
+	ctx.Export("gatewayUrl", pulumi.String(fmt.Sprintf("http://127.0.0.1:%d", cfg.HostPort)))
+	ctx.Export("gatewayNamespace", pulumi.String(GatewayNamespace))
+	ctx.Export("envoyFilter", lab.Scenario.FilterNames)
+	ctx.Export("proxyConcurrency", pulumi.Int(cfg.ProxyConcurrency))
+	ctx.Export("gatewayReplicas", pulumi.Int(cfg.GatewayReplicas))
+	if lab.Cluster != nil {
+		ctx.Export("kubeconfig", lab.Cluster.Kubeconfig)
+		ctx.Export("kubeContext", pulumi.String("k3d-"+cfg.ClusterName))
+	}
+	return lab, nil
+}
+
+// dependsOn skips nil resources (parts that are switched off).
+func dependsOn(rs ...pulumi.Resource) pulumi.ResourceOption {
+	var out []pulumi.Resource
+	for _, r := range rs {
+		if r != nil && !isNilResource(r) {
+			out = append(out, r)
+		}
+	}
+	return pulumi.DependsOn(out)
+}

@@ -1,0 +1,94 @@
+package infra
+
+import (
+	"fmt"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/igwlab/igwlab/infra/envoyfilter"
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// ScenarioArgs configure the scenario resources.
+type ScenarioArgs struct {
+	Names   []string // one scenario, or all of them side by side (render mode)
+	Catalog *stacks.Catalog
+	JWKS    string
+	Istio   *IstioAmbient
+	Gateway *IngressGateway
+	// SideBySide names each filter after its scenario instead of replacing one filter.
+	SideBySide bool
+}
+
+// Scenario is the selected scenario's EnvoyFilter on the gateway (and scenario 11's
+// RequestAuthentication), rendered from the catalog with the lab's values. Every scenario
+// renders to the same object names, so switching scenarios updates the filter in place.
+type Scenario struct {
+	pulumi.ResourceState
+	Filters     []*apiextensions.CustomResource
+	Auth        []*apiextensions.CustomResource
+	FilterNames pulumi.StringArray
+}
+
+// NewScenario renders the scenario resources.
+func NewScenario(ctx *pulumi.Context, name string, args *ScenarioArgs, opts ...pulumi.ResourceOption) (*Scenario, error) {
+	c := &Scenario{}
+	if err := ctx.RegisterComponentResource(componentType("Scenario"), name, c, opts...); err != nil {
+		return nil, err
+	}
+	deps := child(c, opts, args.Istio.crdsReady(), dependsOn(args.Gateway.Namespace, args.Gateway.Release))
+	for _, n := range args.Names {
+		lab, err := args.Catalog.MustGet(n)
+		if err != nil {
+			return nil, err
+		}
+		sc := lab.Effective("k3d")
+		objName, resName := envoyfilter.DefaultName, "envoyfilter"
+		if args.SideBySide {
+			objName, resName = envoyfilter.DefaultName+"-"+sc.Name, "envoyfilter-"+sc.Name
+		}
+		obj := envoyfilter.Object(objName, sc, envoyfilter.DefaultTarget)
+		if err := envoyfilter.Validate(obj["spec"].(map[string]any)); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+		ef, err := object(ctx, resName, obj, deps)
+		if err != nil {
+			return nil, err
+		}
+		c.Filters = append(c.Filters, ef)
+		c.FilterNames = append(c.FilterNames, pulumi.String(envoyfilter.DefaultTarget.Namespace+"/"+objName))
+		if ra := envoyfilter.RequestAuthentication(sc, envoyfilter.DefaultTarget, args.JWKS); ra != nil {
+			if err := envoyfilter.ValidateRequestAuthentication(ra); err != nil {
+				return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+			}
+			if args.SideBySide {
+				ra["metadata"].(map[string]any)["name"] = envoyfilter.RequestAuthName + "-" + sc.Name
+			}
+			a, err := object(ctx, "request-authentication-"+sc.Name, ra, deps)
+			if err != nil {
+				return nil, err
+			}
+			c.Auth = append(c.Auth, a)
+		}
+	}
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"scenarios": pulumi.ToStringArray(args.Names), "envoyFilters": c.FilterNames})
+}
+
+// object registers a rendered Kubernetes object (apiVersion, kind, metadata, spec).
+func object(ctx *pulumi.Context, name string, obj map[string]any, opts []pulumi.ResourceOption) (*apiextensions.CustomResource, error) {
+	meta := obj["metadata"].(map[string]any)
+	lbl := pulumi.StringMap{}
+	for k, v := range meta["labels"].(map[string]any) {
+		lbl[k] = pulumi.String(fmt.Sprint(v))
+	}
+	return apiextensions.NewCustomResource(ctx, name, &apiextensions.CustomResourceArgs{
+		ApiVersion: pulumi.String(obj["apiVersion"].(string)),
+		Kind:       pulumi.String(obj["kind"].(string)),
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(meta["name"].(string)),
+			Namespace: pulumi.String(meta["namespace"].(string)), Labels: lbl},
+		OtherFields: kubernetes.UntypedArgs{"spec": obj["spec"]},
+	}, opts...)
+}
