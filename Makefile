@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build run test test-short test-pulumi vet fmt tools clean
+.PHONY: all build run test test-short test-pulumi test-apiserver vet fmt tools kube-tools clean
 
 all: build
 
@@ -22,8 +22,15 @@ test-short: ## unit tests only
 tools: ## the Pulumi CLI, Go language host and Kubernetes provider, built once into ~/.cache/igwlab/tools
 	bash hack/pulumi-tools.sh
 
-test-pulumi: ## the program through the real Pulumi CLI in render mode (builds the tools on first use)
-	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" $(GO) test -count=1 -timeout 30m -run 'TestRenderMode' -v ./infra/
+test-pulumi: ## the program through the real Pulumi CLI and Automation API in render mode (builds the tools on first use)
+	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" $(GO) test -count=1 -timeout 30m -run 'TestRenderMode|TestAutomationAPI' ./infra/ ./runner/suite/
+
+kube-tools: ## kube-apiserver and kube-controller-manager, built once into ~/.cache/igwlab/tools
+	bash hack/kube-tools.sh
+
+test-apiserver: ## the stack against a real kube-apiserver + etcd on loopback (needs etcd: apt-get install etcd-server)
+	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" IGWLAB_KUBE_BIN="$$(bash hack/kube-tools.sh)" \
+		$(GO) test -count=1 -timeout 30m -run 'TestAPIServerTier' ./runner/cli/
 
 vet:
 	$(GO) vet ./...

@@ -11,7 +11,8 @@ import (
 
 // BackendArgs configure the backends.
 type BackendArgs struct {
-	Images   Images
+	Images    Images
+	SkipAwait bool
 	Waypoint bool // route the httpbin Service through the waypoint
 	Istio    *IstioAmbient
 }
@@ -34,9 +35,10 @@ func labels(app string) pulumi.StringMap {
 }
 
 // deployment renders a small Deployment.
-func deployment(ctx *pulumi.Context, name, ns string, replicas int, ctr corev1.ContainerArgs, opts []pulumi.ResourceOption) (*appsv1.Deployment, error) {
+func deployment(ctx *pulumi.Context, name, ns string, replicas int, skipAwait bool, ctr corev1.ContainerArgs, opts []pulumi.ResourceOption) (*appsv1.Deployment, error) {
 	return appsv1.NewDeployment(ctx, name, &appsv1.DeploymentArgs{
-		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(name), Namespace: pulumi.String(ns), Labels: labels(name)},
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(name), Namespace: pulumi.String(ns), Labels: labels(name),
+			Annotations: awaitAnnotations(skipAwait)},
 		Spec: &appsv1.DeploymentSpecArgs{
 			Replicas: pulumi.Int(replicas),
 			Selector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.StringMap{"app": pulumi.String(name)}},
@@ -46,6 +48,15 @@ func deployment(ctx *pulumi.Context, name, ns string, replicas int, ctr corev1.C
 			},
 		},
 	}, opts...)
+}
+
+// awaitAnnotations tells the Kubernetes provider not to wait for readiness (where no pod
+// ever runs: an API server without nodes).
+func awaitAnnotations(skip bool) pulumi.StringMap {
+	if !skip {
+		return nil
+	}
+	return pulumi.StringMap{"pulumi.com/skipAwait": pulumi.String("true")}
 }
 
 func resources(cpuReq, memReq, cpuLim, memLim string) *corev1.ResourceRequirementsArgs {
@@ -70,7 +81,7 @@ func NewBackend(ctx *pulumi.Context, name string, args *BackendArgs, opts ...pul
 		return nil, err
 	}
 	inNS := child(c, opts, dependsOn(c.Namespace))
-	if c.HTTPBin, err = deployment(ctx, "httpbin", BackendNamespace, 2, corev1.ContainerArgs{
+	if c.HTTPBin, err = deployment(ctx, "httpbin", BackendNamespace, 2, args.SkipAwait, corev1.ContainerArgs{
 		Name: pulumi.String("httpbin"), Image: pulumi.String(args.Images.HTTPBin),
 		// /bytes/65536 (scenario 08) needs more than go-httpbin's 1 MiB default body limit headroom.
 		Args:      pulumi.StringArray{pulumi.String("-port=8080"), pulumi.String("-max-body-size=20971520")},
@@ -87,13 +98,14 @@ func NewBackend(ctx *pulumi.Context, name string, args *BackendArgs, opts ...pul
 		svcLabels["istio.io/ingress-use-waypoint"] = pulumi.String("true")
 	}
 	if c.HTTPBinService, err = corev1.NewService(ctx, "httpbin", &corev1.ServiceArgs{
-		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String("httpbin"), Namespace: pulumi.String(BackendNamespace), Labels: svcLabels},
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String("httpbin"), Namespace: pulumi.String(BackendNamespace), Labels: svcLabels,
+			Annotations: awaitAnnotations(args.SkipAwait)},
 		Spec: &corev1.ServiceSpecArgs{Selector: pulumi.StringMap{"app": pulumi.String("httpbin")},
 			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{Name: pulumi.String("http"), Port: pulumi.Int(8080), TargetPort: pulumi.Int(8080)}}},
 	}, inNS...); err != nil {
 		return nil, err
 	}
-	if c.GRPCBin, err = deployment(ctx, "grpcbin", BackendNamespace, 2, corev1.ContainerArgs{
+	if c.GRPCBin, err = deployment(ctx, "grpcbin", BackendNamespace, 2, args.SkipAwait, corev1.ContainerArgs{
 		Name: pulumi.String("grpcbin"), Image: pulumi.String(args.Images.GRPCBin),
 		Ports:     corev1.ContainerPortArray{corev1.ContainerPortArgs{Name: pulumi.String("grpc"), ContainerPort: pulumi.Int(9000)}},
 		Resources: resources("100m", "32Mi", "1", "128Mi"),
@@ -101,7 +113,8 @@ func NewBackend(ctx *pulumi.Context, name string, args *BackendArgs, opts ...pul
 		return nil, err
 	}
 	if c.GRPCBinService, err = corev1.NewService(ctx, "grpcbin", &corev1.ServiceArgs{
-		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String("grpcbin"), Namespace: pulumi.String(BackendNamespace), Labels: labels("grpcbin")},
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String("grpcbin"), Namespace: pulumi.String(BackendNamespace), Labels: labels("grpcbin"),
+			Annotations: awaitAnnotations(args.SkipAwait)},
 		Spec: &corev1.ServiceSpecArgs{Selector: pulumi.StringMap{"app": pulumi.String("grpcbin")},
 			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{Name: pulumi.String("grpc"), Port: pulumi.Int(9000),
 				TargetPort: pulumi.Int(9000), AppProtocol: pulumi.String("grpc")}}},

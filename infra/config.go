@@ -6,9 +6,12 @@
 package infra
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -34,6 +37,9 @@ type Config struct {
 	WaypointReplicas  int
 
 	Scenario string
+	// Knobs override the scenario's knobs (igwlab:knobs, a JSON object of knob path to value,
+	// e.g. {"hcm.http2_protocol_options.max_concurrent_streams": "100"}), checked like the catalog.
+	Knobs stacks.Knobs
 	// JWKS is scenario 11's key set (JSON); empty uses Istio's sample key set by URL.
 	JWKS string
 
@@ -54,6 +60,9 @@ type Config struct {
 	RenderDir string
 	// RenderAllScenarios renders every scenario's EnvoyFilter side by side (render mode only).
 	RenderAllScenarios bool
+	// SkipAwait applies workloads without waiting for them to become ready (an API server with
+	// no nodes, where pods never run).
+	SkipAwait bool
 }
 
 // Images are the pinned container images.
@@ -141,6 +150,14 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 	integer("waypointReplicas", &cfg.WaypointReplicas)
 	str("scenario", &cfg.Scenario)
 	str("jwks", &cfg.JWKS)
+	if raw := c.Get("knobs"); raw != "" {
+		k, err := ParseKnobs(raw)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		cfg.Knobs = k
+	}
+	boolean("skipAwait", &cfg.SkipAwait)
 	boolean("monitoring", &cfg.Monitoring)
 	str("kubePrometheusStackVersion", &cfg.KubePrometheusStackVersion)
 	boolean("installUpstream", &cfg.InstallUpstream)
@@ -159,6 +176,41 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 		return cfg, errors.Join(errs...)
 	}
 	return cfg, cfg.Validate()
+}
+
+// ParseKnobs reads igwlab:knobs: a JSON object of knob path to value, each checked against
+// Envoy's range as the catalog is.
+func ParseKnobs(raw string) (stacks.Knobs, error) {
+	var k stacks.Knobs
+	var m map[string]any
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		return k, &ConfigError{"knobs", raw, `a JSON object such as {"hcm.http2_protocol_options.max_concurrent_streams": "100"}`}
+	}
+	var errs []error
+	paths := make([]string, 0, len(m))
+	for p := range m {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		spec, ok := stacks.Lookup(p)
+		if !ok {
+			names := make([]string, len(stacks.Registry))
+			for i, s := range stacks.Registry {
+				names[i] = s.Path
+			}
+			errs = append(errs, &ConfigError{"knobs", p, "one of " + strings.Join(names, ", ")})
+			continue
+		}
+		text := fmt.Sprint(m[p])
+		if f, ok := m[p].(float64); ok {
+			text = strconv.FormatFloat(f, 'f', -1, 64)
+		}
+		if err := spec.Set(&k, text); err != nil {
+			errs = append(errs, &ConfigError{"knobs", p + "=" + text, spec.Range() + " " + spec.Unit})
+		}
+	}
+	return k, errors.Join(errs...)
 }
 
 // WithGrafanaPassword sets the Grafana password (tests and programs that build Config by hand).
@@ -236,5 +288,7 @@ func (c Config) ScenarioOf() (stacks.Scenario, *stacks.Catalog, error) {
 	if err != nil {
 		return stacks.Scenario{}, nil, err
 	}
-	return sc.Effective("k3d"), cat, nil
+	eff := sc.Effective("k3d")
+	eff.Knobs = eff.Knobs.Overlay(c.Knobs)
+	return eff, cat, nil
 }

@@ -25,6 +25,7 @@ type LoadGenArgs struct {
 	Cluster     *Cluster
 	// SourceDir is the repository root the h2dial image is built from ("" = the working directory).
 	SourceDir string
+	SkipAwait bool
 }
 
 // LoadGenerators is the loadgen namespace, deliberately outside the mesh (the lab measures the
@@ -56,7 +57,7 @@ func NewLoadGenerators(ctx *pulumi.Context, name string, args *LoadGenArgs, opts
 	inNS := child(c, opts, dependsOn(c.Namespace))
 	res := resources("500m", "256Mi", "2", "1Gi")
 	// fortio's image is distroless: no shell, so its server is the idle process.
-	if c.Fortio, err = deployment(ctx, "fortio", LoadgenNamespace, 1, corev1.ContainerArgs{
+	if c.Fortio, err = deployment(ctx, "fortio", LoadgenNamespace, 1, args.SkipAwait, corev1.ContainerArgs{
 		Name: pulumi.String("fortio"), Image: pulumi.String(args.Images.Fortio), Args: pulumi.StringArray{pulumi.String("server")},
 		Resources: res,
 	}, inNS); err != nil {
@@ -81,7 +82,7 @@ func NewLoadGenerators(ctx *pulumi.Context, name string, args *LoadGenArgs, opts
 		}
 		h2Opts = child(c, opts, dependsOn(c.Namespace, c.Build))
 	}
-	if c.H2dial, err = deployment(ctx, "h2dial", LoadgenNamespace, 1, corev1.ContainerArgs{
+	if c.H2dial, err = deployment(ctx, "h2dial", LoadgenNamespace, 1, args.SkipAwait, corev1.ContainerArgs{
 		Name: pulumi.String("h2dial"), Image: pulumi.String(c.H2dialImg), ImagePullPolicy: pulumi.String("Never"),
 		Args: pulumi.StringArray{pulumi.String("-idle")}, Resources: res,
 	}, h2Opts); err != nil {

@@ -91,11 +91,13 @@ func NewMonitoring(ctx *pulumi.Context, name string, args *MonitoringArgs, opts 
 		{"ztunnel", IstioNamespace, "ztunnel-stats", "/metrics", map[string]any{"app": "ztunnel"}},
 	}
 	for _, m := range monitors {
-		pm, err := customResource(ctx, m.name, "monitoring.coreos.com/v1", "PodMonitor", m.ns, map[string]any{
+		// The monitors live with Prometheus and select pods in the namespaces they watch, so none
+		// depends on a namespace another component owns (istio-system comes with Istio's charts).
+		pm, err := customResource(ctx, m.name, "monitoring.coreos.com/v1", "PodMonitor", MonitorNamespace, map[string]any{
 			"selector":            map[string]any{"matchLabels": m.selector},
 			"namespaceSelector":   map[string]any{"matchNames": []any{m.ns}},
 			"podMetricsEndpoints": []any{map[string]any{"port": m.port, "path": m.path, "interval": "5s"}},
-		}, child(c, opts, dependsOn(c.Stack)))
+		}, child(c, opts, dependsOn(c.Stack, c.Namespace)))
 		if err != nil {
 			return nil, err
 		}

@@ -87,7 +87,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 		Istio: lab.Istio}, opts...); err != nil {
 		return nil, err
 	}
-	if lab.Backend, err = NewBackend(ctx, "backend", &BackendArgs{Images: cfg.Images, Waypoint: sc.Waypoint,
+	if lab.Backend, err = NewBackend(ctx, "backend", &BackendArgs{Images: cfg.Images, Waypoint: sc.Waypoint, SkipAwait: cfg.SkipAwait,
 		Istio: lab.Istio}, opts...); err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	}
 	if lab.LoadGen, err = NewLoadGenerators(ctx, "loadgen", &LoadGenArgs{Images: cfg.Images,
 		Build: cfg.BuildImages && cfg.Cluster == "k3d" && cfg.RenderDir == "", ClusterName: cfg.ClusterName,
-		Cluster: lab.Cluster, SourceDir: root}, opts...); err != nil {
+		Cluster: lab.Cluster, SourceDir: root, SkipAwait: cfg.SkipAwait}, opts...); err != nil {
 		return nil, err
 	}
 	if cfg.Monitoring {
@@ -117,7 +117,8 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 		scenarios = cat.Names()
 	}
 	if lab.Scenario, err = NewScenario(ctx, "scenario", &ScenarioArgs{Names: scenarios, Catalog: cat,
-		JWKS: cfg.JWKS, Istio: lab.Istio, Gateway: lab.Gateway, SideBySide: cfg.RenderAllScenarios}, opts...); err != nil {
+		JWKS: cfg.JWKS, Istio: lab.Istio, Gateway: lab.Gateway, SideBySide: cfg.RenderAllScenarios,
+		Overrides: cfg.Knobs}, opts...); err != nil {
 		return nil, err
 	}
 

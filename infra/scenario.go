@@ -21,6 +21,8 @@ type ScenarioArgs struct {
 	Gateway *IngressGateway
 	// SideBySide names each filter after its scenario instead of replacing one filter.
 	SideBySide bool
+	// Overrides replace knobs of the selected scenario (igwlab:knobs).
+	Overrides stacks.Knobs
 }
 
 // Scenario is the selected scenario's EnvoyFilter on the gateway (and scenario 11's
@@ -46,6 +48,9 @@ func NewScenario(ctx *pulumi.Context, name string, args *ScenarioArgs, opts ...p
 			return nil, err
 		}
 		sc := lab.Effective("k3d")
+		if !args.SideBySide {
+			sc.Knobs = sc.Knobs.Overlay(args.Overrides)
+		}
 		objName, resName := envoyfilter.DefaultName, "envoyfilter"
 		if args.SideBySide {
 			objName, resName = envoyfilter.DefaultName+"-"+sc.Name, "envoyfilter-"+sc.Name

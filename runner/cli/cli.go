@@ -32,6 +32,8 @@ var commands = map[string]command{
 	"serve":     {"keep the local gateway pool up for your own client; report what it did on Ctrl-C", runServe},
 	"scenarios": {"list the scenario catalog", runScenarios},
 	"knobs":     {"list the gateway knobs scenarios may set, with Envoy's ranges and defaults", runKnobs},
+	"preview":   {"show what switching the lab stack to a scenario (or a knob) would change (pulumi preview --diff)", runPreview},
+	"up":        {"switch the lab stack to a scenario (or a knob override) and apply it", runUp},
 }
 
 // Main runs a command line and returns the process exit code: 0 done, 1 failed, 2 bad usage,

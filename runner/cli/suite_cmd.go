@@ -17,7 +17,8 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlags("suite", stderr)
 	var only, skip listFlag
 	var pf poolFlags
-	targetName := fs.String("target", stacks.TargetLocal, "where to run: local (emulated pool on loopback)")
+	var sf stackFlags
+	targetName := fs.String("target", stacks.TargetLocal, "where to run: local (emulated pool on loopback), k3d (the Pulumi lab stack), existing (the stack on your cluster)")
 	fs.Var(&only, "only", "run only these scenarios (comma-separated); a scenario's control comes along")
 	fs.Var(&skip, "skip", "skip these scenarios (comma-separated)")
 	skipEval := fs.Bool("skip-eval", false, "do not print the hypothesis evaluation")
@@ -28,6 +29,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	quiet := fs.Bool("q", false, "no progress on stderr")
 	asJSON := fs.Bool("json", false, "print summary.json to stdout instead of the evaluation block")
 	pf.register(fs)
+	sf.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -56,8 +58,16 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		t = l
+	case "k3d", "existing":
+		var pulumiOut io.Writer = stderr
+		if *quiet {
+			pulumiOut = nil
+		}
+		if t, err = clusterTarget(ctx, *targetName, &sf, pulumiOut); err != nil {
+			return err
+		}
 	default:
-		return usagef("--target %q: allowed local", *targetName)
+		return usagef("--target %q: allowed local, k3d, existing", *targetName)
 	}
 	defer t.Close()
 	var progress io.Writer = stderr

@@ -1,20 +1,15 @@
 package emulator
 
 import (
-	"crypto"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"io"
-	"math/big"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/igwlab/igwlab/runner/jwt"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -22,18 +17,17 @@ import (
 // pool starts, verified for real on every request. Its cost on the worker's clock is the
 // median time this machine takes to verify one token, measured at start.
 type jwtAuthn struct {
-	key  *rsa.PrivateKey
-	kid  string
+	key  *jwt.Key
 	cost time.Duration
 }
 
 func newJWTAuthn() (*jwtAuthn, error) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	key, err := jwt.Generate("igwlab-local")
 	if err != nil {
 		return nil, err
 	}
-	j := &jwtAuthn{key: key, kid: "igwlab-local"}
-	tok := j.Token("calibration", time.Hour)
+	j := &jwtAuthn{key: key}
+	tok := key.Token("calibration", time.Hour)
 	cfg := &stacks.JWT{Mode: "permissive", Issuer: "calibration"}
 	samples := make([]time.Duration, 0, 101)
 	for i := 0; i < 101; i++ {
@@ -46,27 +40,11 @@ func newJWTAuthn() (*jwtAuthn, error) {
 	return j, nil
 }
 
-func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
-
 // Token mints a token for issuer, valid for ttl.
-func (j *jwtAuthn) Token(issuer string, ttl time.Duration) string {
-	hdr, _ := json.Marshal(map[string]string{"alg": "RS256", "typ": "JWT", "kid": j.kid})
-	now := time.Now()
-	claims, _ := json.Marshal(map[string]any{"iss": issuer, "sub": "igwlab-client", "iat": now.Unix(), "exp": now.Add(ttl).Unix()})
-	signing := b64(hdr) + "." + b64(claims)
-	sum := sha256.Sum256([]byte(signing))
-	sig, _ := rsa.SignPKCS1v15(rand.Reader, j.key, crypto.SHA256, sum[:])
-	return signing + "." + b64(sig)
-}
+func (j *jwtAuthn) Token(issuer string, ttl time.Duration) string { return j.key.Token(issuer, ttl) }
 
-// JWKS returns the public key set, as a RequestAuthentication's jwks field takes it.
-func (j *jwtAuthn) JWKS() string {
-	pub := j.key.PublicKey
-	e := big.NewInt(int64(pub.E)).Bytes()
-	doc, _ := json.Marshal(map[string]any{"keys": []map[string]string{{
-		"kty": "RSA", "alg": "RS256", "use": "sig", "kid": j.kid, "n": b64(pub.N.Bytes()), "e": b64(e)}}})
-	return string(doc)
-}
+// JWKS returns the public key set.
+func (j *jwtAuthn) JWKS() string { return j.key.JWKS() }
 
 // check returns 0 when the request may pass, or the status Istio would answer with.
 func (j *jwtAuthn) check(authz string, cfg *stacks.JWT) (int, string) {
@@ -77,33 +55,10 @@ func (j *jwtAuthn) check(authz string, cfg *stacks.JWT) (int, string) {
 		}
 		return 0, "" // a RequestAuthentication alone lets requests without a token through
 	}
-	if !ok || !j.verify(tok, cfg.Issuer) {
+	if !ok || !j.key.Verify(tok, cfg.Issuer) {
 		return http.StatusUnauthorized, "Jwt verification fails"
 	}
 	return 0, ""
-}
-
-func (j *jwtAuthn) verify(tok, issuer string) bool {
-	parts := strings.Split(tok, ".")
-	if len(parts) != 3 {
-		return false
-	}
-	var hdr struct{ Alg, Kid string }
-	var claims struct {
-		Iss string
-		Exp int64
-	}
-	hb, err1 := base64.RawURLEncoding.DecodeString(parts[0])
-	cb, err2 := base64.RawURLEncoding.DecodeString(parts[1])
-	sig, err3 := base64.RawURLEncoding.DecodeString(parts[2])
-	if err1 != nil || err2 != nil || err3 != nil || json.Unmarshal(hb, &hdr) != nil || json.Unmarshal(cb, &claims) != nil {
-		return false
-	}
-	if hdr.Alg != "RS256" || hdr.Kid != j.kid || claims.Iss != issuer || time.Now().Unix() > claims.Exp {
-		return false
-	}
-	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	return rsa.VerifyPKCS1v15(&j.key.PublicKey, crypto.SHA256, sum[:], sig) == nil
 }
 
 // accessLog is the JSON access log of scenario 11, written only for requests whose response

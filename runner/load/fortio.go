@@ -55,7 +55,15 @@ func runFortio(ctx context.Context, s Spec) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fortio: %w", err)
 	}
-	r := &Result{Client: "fortio", RPS: res.ActualQPS, Native: res, Text: out.String()}
+	r := FromFortio(res, out.String())
+	r.ConnectionsOpened, r.PerConnection = counts.result()
+	return r, nil
+}
+
+// FromFortio reads fortio's result (its -json output) as a Result. Connections come from
+// fortio's own socket count; the in-process driver replaces them with what httptrace saw.
+func FromFortio(res *fhttp.HTTPRunnerResults, text string) *Result {
+	r := &Result{Client: "fortio", RPS: res.ActualQPS, Native: res, Text: text, ConnectionsOpened: int(res.SocketCount)}
 	for code, n := range res.RetCodes {
 		r.Requests += n
 		if code < 200 || code >= 400 {
@@ -80,8 +88,7 @@ func runFortio(ctx context.Context, s Spec) (*Result, error) {
 			}
 		}
 	}
-	r.ConnectionsOpened, r.PerConnection = counts.result()
-	return r, nil
+	return r
 }
 
 // connCounter credits each request to the connection it used, through httptrace.

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sort"
 	"strings"
 	"time"
 
@@ -100,6 +101,11 @@ func runH2dial(ctx context.Context, s Spec) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return FromH2dial(r), nil
+}
+
+// FromH2dial reads an h2dial result (run here or in a pod) as a Result.
+func FromH2dial(r *h2dial.Result) *Result {
 	var text strings.Builder
 	_ = r.WriteText(&text)
 	out := &Result{Client: "h2dial", Requests: r.Requests, Errors: r.Errors, RPS: r.RPS, Latency: r.Latency,
@@ -107,5 +113,14 @@ func runH2dial(ctx context.Context, s Spec) (*Result, error) {
 	for _, c := range r.Connections {
 		out.PerConnection = append(out.PerConnection, c.Requests)
 	}
-	return out, nil
+	return out
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -58,9 +58,12 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 	if err != nil {
 		return nil, err
 	}
-	var wp []target.Pod
+	var wp, zt []target.Pod
 	if sc.Waypoint {
 		if wp, err = t.Pods(ctx, target.Waypoint); err != nil {
+			return nil, err
+		}
+		if zt, err = t.Pods(ctx, target.Ztunnel); err != nil {
 			return nil, err
 		}
 	}
@@ -94,6 +97,7 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 		r.sum.Names = names
 	}
 	wpPre, wpPreRaw, _ := scrape(ctx, t, wp)
+	_, ztPreRaw, _ := scrape(ctx, t, zt)
 	smp := newSampler(t, gw, r.names, pre)
 	sctx, stop := context.WithCancel(ctx)
 	sampled := make(chan struct{})
@@ -106,6 +110,7 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 	<-sampled
 	post, postRaw, postErrs := scrape(context.WithoutCancel(ctx), t, gw)
 	wpPost, wpPostRaw, _ := scrape(context.WithoutCancel(ctx), t, wp)
+	_, ztPostRaw, _ := scrape(context.WithoutCancel(ctx), t, zt)
 	names := r.names
 	if n, err := stats.Discover(append(pre, post...), "httpbin"); err == nil {
 		names.Cluster = n.Cluster
@@ -118,6 +123,10 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 	for i, p := range wp {
 		ew.add(writeFile(filepath.Join(dir, "waypoint_stats", "pre", p.Name+".prom"), wpPreRaw[i]))
 		ew.add(writeFile(filepath.Join(dir, "waypoint_stats", "post", p.Name+".prom"), wpPostRaw[i]))
+	}
+	for i, p := range zt {
+		ew.add(writeFile(filepath.Join(dir, "ztunnel_stats", "pre", p.Name+".prom"), ztPreRaw[i]))
+		ew.add(writeFile(filepath.Join(dir, "ztunnel_stats", "post", p.Name+".prom"), ztPostRaw[i]))
 	}
 	r.dumps(context.WithoutCancel(ctx), gw, dir, ew)
 	ew.add(writeFile(filepath.Join(dir, "timeseries.csv"), smp.csv()))

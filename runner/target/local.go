@@ -47,8 +47,11 @@ func (l *Local) Apply(_ context.Context, sc stacks.Scenario) error {
 
 // Pods implements Target.
 func (l *Local) Pods(_ context.Context, role string) ([]Pod, error) {
-	src := l.Pool.Pods()
-	if role == Waypoint {
+	var src []*emulator.Pod
+	switch role {
+	case Gateway:
+		src = l.Pool.Pods()
+	case Waypoint:
 		src = l.Pool.Waypoints()
 	}
 	out := make([]Pod, 0, len(src))

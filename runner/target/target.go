@@ -20,8 +20,9 @@ const (
 
 // Pod names one pod of the target.
 type Pod struct {
-	Name string `json:"name"`
-	Role string `json:"role"`
+	Name      string `json:"name"`
+	Role      string `json:"role"`
+	Namespace string `json:"namespace,omitempty"`
 	// Admin is where the pod's Envoy admin can be reached, for display.
 	Admin string `json:"admin"`
 }

@@ -1,0 +1,183 @@
+// Package stack is the runner's narrow seam over Pulumi's Automation API: set config, preview
+// with a diff, up, destroy, cancel. The cluster target and the preview/up commands use this
+// interface; tests use a fake, and the integration tests use the real Automation API.
+package stack
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
+
+	"github.com/igwlab/igwlab/infra"
+)
+
+// Stack is what the runner does with a Pulumi stack.
+type Stack interface {
+	Name() string
+	SetConfig(ctx context.Context, key, value string, secret bool) error
+	GetConfig(ctx context.Context, key string) (string, bool, error)
+	RemoveConfig(ctx context.Context, key string) error
+	// Up applies the program and returns the stack outputs.
+	Up(ctx context.Context, progress io.Writer) (map[string]any, error)
+	// Preview shows what an up would change, with Pulumi's diff.
+	Preview(ctx context.Context, progress io.Writer) (*Preview, error)
+	Destroy(ctx context.Context, progress io.Writer) error
+	// Cancel stops an operation in flight on the backend.
+	Cancel(ctx context.Context) error
+	// Outputs returns the last update's outputs (secrets included, as plain values).
+	Outputs(ctx context.Context) (map[string]any, error)
+}
+
+// Preview is a preview's result.
+type Preview struct {
+	Diff    string         // Pulumi's --diff output
+	Changes map[string]int // operation -> count ("update": 1, "same": 25)
+}
+
+// Options open a stack.
+type Options struct {
+	Name string
+	// Inline runs infra.Program in this process (no language host; the stack's config lives in a
+	// temporary workspace). Otherwise the repository's Pulumi.yaml is used and the stack's config
+	// is Pulumi.<name>.yaml next to it, as for `pulumi up -s <name>`.
+	Inline bool
+	// WorkDir is the repository root (local source).
+	WorkDir string
+	// InlineDir keeps an inline stack's workspace (and so its config) between runs; empty
+	// means a temporary one that is gone when the process ends.
+	InlineDir string
+	// Env is passed to the Pulumi CLI (PULUMI_BACKEND_URL, PULUMI_CONFIG_PASSPHRASE, PATH, ...).
+	Env map[string]string
+}
+
+// Open selects the stack, creating it if needed.
+func Open(ctx context.Context, o Options) (Stack, error) {
+	env := map[string]string{"PULUMI_SKIP_UPDATE_CHECK": "true"}
+	for k, v := range o.Env {
+		env[k] = v
+	}
+	if _, ok := env["PULUMI_CONFIG_PASSPHRASE"]; !ok && os.Getenv("PULUMI_CONFIG_PASSPHRASE") == "" && os.Getenv("PULUMI_CONFIG_PASSPHRASE_FILE") == "" {
+		env["PULUMI_CONFIG_PASSPHRASE"] = "" // the lab stack's passphrase, unless the user set one
+	}
+	opts := []auto.LocalWorkspaceOption{auto.EnvVars(env), auto.SecretsProvider("passphrase")}
+	var s auto.Stack
+	var err error
+	if o.Inline {
+		if o.InlineDir != "" {
+			if err := os.MkdirAll(o.InlineDir, 0o755); err != nil {
+				return nil, err
+			}
+			opts = append(opts, auto.WorkDir(o.InlineDir))
+		}
+		s, err = auto.UpsertStackInlineSource(ctx, o.Name, "igwlab", infra.Program, opts...)
+	} else {
+		s, err = auto.UpsertStackLocalSource(ctx, o.Name, o.WorkDir, opts...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening stack %s: %w", o.Name, explain(err))
+	}
+	return &autoStack{s: s}, nil
+}
+
+type autoStack struct{ s auto.Stack }
+
+func (a *autoStack) Name() string { return a.s.Name() }
+
+func (a *autoStack) SetConfig(ctx context.Context, key, value string, secret bool) error {
+	return a.s.SetConfig(ctx, key, auto.ConfigValue{Value: value, Secret: secret})
+}
+
+func (a *autoStack) GetConfig(ctx context.Context, key string) (string, bool, error) {
+	v, err := a.s.GetConfig(ctx, key)
+	if err != nil {
+		if strings.Contains(err.Error(), "not found") || strings.Contains(err.Error(), "missing") {
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	return v.Value, true, nil
+}
+
+func (a *autoStack) RemoveConfig(ctx context.Context, key string) error {
+	return a.s.RemoveConfig(ctx, key)
+}
+
+func (a *autoStack) Up(ctx context.Context, progress io.Writer) (map[string]any, error) {
+	opts := []optup.Option{}
+	if progress != nil {
+		opts = append(opts, optup.ProgressStreams(progress))
+	}
+	res, err := a.s.Up(ctx, opts...)
+	if err != nil {
+		return nil, explain(err)
+	}
+	out := map[string]any{}
+	for k, v := range res.Outputs {
+		out[k] = v.Value
+	}
+	return out, nil
+}
+
+func (a *autoStack) Preview(ctx context.Context, progress io.Writer) (*Preview, error) {
+	var buf bytes.Buffer
+	w := io.Writer(&buf)
+	if progress != nil {
+		w = io.MultiWriter(&buf, progress)
+	}
+	res, err := a.s.Preview(ctx, optpreview.Diff(), optpreview.ProgressStreams(w))
+	if err != nil {
+		return nil, explain(err)
+	}
+	p := &Preview{Diff: buf.String(), Changes: map[string]int{}}
+	for op, n := range res.ChangeSummary {
+		p.Changes[string(op)] = n
+	}
+	return p, nil
+}
+
+func (a *autoStack) Destroy(ctx context.Context, progress io.Writer) error {
+	opts := []optdestroy.Option{}
+	if progress != nil {
+		opts = append(opts, optdestroy.ProgressStreams(progress))
+	}
+	_, err := a.s.Destroy(ctx, opts...)
+	return explain(err)
+}
+
+func (a *autoStack) Cancel(ctx context.Context) error { return a.s.Cancel(ctx) }
+
+func (a *autoStack) Outputs(ctx context.Context) (map[string]any, error) {
+	outs, err := a.s.Outputs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	for k, v := range outs {
+		m[k] = v.Value
+	}
+	return m, nil
+}
+
+// explain turns the Automation API's typed failures into advice.
+func explain(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case auto.IsConcurrentUpdateError(err):
+		return fmt.Errorf("another update of this stack is in progress (if it was interrupted, `pulumi cancel` clears it): %w", err)
+	case auto.IsCompilationError(err):
+		return fmt.Errorf("the Pulumi program did not compile: %w", err)
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("cancelled: %w", err)
+	}
+	return err
+}

@@ -1,0 +1,87 @@
+package suite
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/runner/stack"
+	"github.com/igwlab/igwlab/runner/target"
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// pulumiEnv is the environment of a real Pulumi CLI run against a local file backend.
+func pulumiEnv(t *testing.T) map[string]string {
+	t.Helper()
+	bin := os.Getenv("IGWLAB_PULUMI_BIN")
+	if bin == "" {
+		t.Skip("set IGWLAB_PULUMI_BIN to the Pulumi tools folder (make test-pulumi does)")
+	}
+	tmp := t.TempDir()
+	for _, d := range []string{"home", "state"} {
+		_ = os.MkdirAll(filepath.Join(tmp, d), 0o755)
+	}
+	t.Setenv("KUBECONFIG", "") // render mode refuses a kubeconfig
+	return map[string]string{
+		"PATH":                     bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"PULUMI_HOME":              filepath.Join(tmp, "home"),
+		"PULUMI_BACKEND_URL":       "file://" + filepath.Join(tmp, "state"),
+		"PULUMI_CONFIG_PASSPHRASE": "",
+		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+	}
+}
+
+// TestAutomationAPIDrivesTheLocalTarget flips a real stack (Automation API, Pulumi CLI built
+// here, file backend, Kubernetes provider in render mode) through three scenarios; at each flip
+// the emulated pool takes its knobs from the EnvoyFilter the stack rendered, and the suite checks
+// on every pod's /config_dump that the change reached it before measuring.
+func TestAutomationAPIDrivesTheLocalTarget(t *testing.T) {
+	env := pulumiEnv(t)
+	t.Setenv("PATH", env["PATH"]) // the Automation API finds the CLI on PATH
+	ctx := context.Background()
+	st, err := stack.Open(ctx, stack.Options{Name: "igwlab-flip-test", Inline: true, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	render := t.TempDir()
+	for k, v := range map[string]string{"cluster": "existing", "renderDir": render, "installUpstream": "false",
+		"buildImages": "false", "monitoring": "false"} {
+		if err := st.SetConfig(ctx, "igwlab:"+k, v, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := target.NewLocal(emulator.Config{Pods: 3, Workers: 1, WaypointPods: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var progress strings.Builder
+	tgt := &target.StackLocal{Local: l, Stack: st, RenderDir: render, Progress: &progress}
+	cat, _ := stacks.Builtin()
+	sum, err := Run(ctx, Options{Target: tgt, Catalog: cat, Only: []string{"02-trigger", "03-mcs-cap", "04-fortio"},
+		Duration: time.Second, OutDir: t.TempDir(), ApplyTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	for _, n := range []string{"02-trigger", "03-mcs-cap", "04-fortio"} {
+		if r := sum.Scenarios[n]; r.Status != "ok" {
+			t.Errorf("%s: %s %s", n, r.Status, r.Reason)
+		}
+	}
+	// The last flip's knobs, as the emulator has them, are the stack's (with 04-fortio's local limit).
+	setup, err := target.ReadRendered(render)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mrpc, _ := stacks.Lookup("hcm.common_http_protocol_options.max_requests_per_connection")
+	if v, _ := mrpc.Get(&setup.Knobs); v != "300" {
+		t.Fatalf("rendered max_requests_per_connection %q, want the local run's 300", v)
+	}
+	if sum.Scenarios["04-fortio"].GoAways == 0 {
+		t.Error("the knob the stack rendered did not make the emulator drain connections")
+	}
+}

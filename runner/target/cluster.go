@@ -1,0 +1,301 @@
+package target
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"fortio.org/fortio/fhttp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/igwlab/igwlab/h2dial"
+	"github.com/igwlab/igwlab/infra"
+	"github.com/igwlab/igwlab/runner/jwt"
+	"github.com/igwlab/igwlab/runner/load"
+	"github.com/igwlab/igwlab/runner/stack"
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// AdminPort is Envoy's admin port inside Istio's proxies (localhost only; reached by port-forward).
+const AdminPort = 15000
+
+// Pod selectors of the lab's cluster.
+var selectors = map[string]struct{ ns, sel string }{
+	Gateway:  {infra.GatewayNamespace, "istio=ingressgateway"},
+	Waypoint: {infra.BackendNamespace, "gateway.networking.k8s.io/gateway-name=" + infra.WaypointName},
+	Ztunnel:  {infra.IstioNamespace, "app=ztunnel"},
+}
+
+// Ztunnel is the role of ambient's node proxies (their metrics are on :15020/metrics).
+const Ztunnel = "ztunnel"
+
+// ServiceAddr is the gateway Service as the load generators reach it.
+var ServiceAddr = "istio-ingressgateway." + infra.GatewayNamespace + ".svc.cluster.local:80"
+
+// ClusterOptions configure a cluster target.
+type ClusterOptions struct {
+	Name     string // k3d or existing
+	Kube     Kube
+	Stack    stack.Stack
+	Progress io.Writer // Pulumi's progress goes here
+	// DrainTimeout bounds the wait for listeners drained by an EnvoyFilter change.
+	DrainTimeout time.Duration
+	// GHZImage runs scenario 12's client as a Job.
+	GHZImage string
+}
+
+// Cluster is the real lab: scenarios are switched through the Pulumi stack, stats come from each
+// gateway pod's Envoy admin through a port-forward, and the load runs in the loadgen namespace.
+type Cluster struct {
+	o   ClusterOptions
+	key *jwt.Key
+}
+
+// NewCluster makes a cluster target.
+func NewCluster(o ClusterOptions) *Cluster {
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = 2 * time.Minute
+	}
+	if o.GHZImage == "" {
+		o.GHZImage = infra.Defaults.Images.GHZ
+	}
+	return &Cluster{o: o}
+}
+
+var _ Target = (*Cluster)(nil)
+
+// Info implements Target: the pool's size and the workers per pod, read from Envoy itself.
+func (c *Cluster) Info(ctx context.Context) (Info, error) {
+	pods, err := c.Pods(ctx, Gateway)
+	if err != nil {
+		return Info{}, err
+	}
+	if len(pods) == 0 {
+		return Info{}, fmt.Errorf("no ready gateway pod (%s in %s): is the lab up? (pulumi up -s lab)", selectors[Gateway].sel, selectors[Gateway].ns)
+	}
+	raw, err := c.Admin(ctx, pods[0], "/server_info")
+	if err != nil {
+		return Info{}, err
+	}
+	var si struct {
+		Options struct {
+			Concurrency int `json:"concurrency"`
+		} `json:"command_line_options"`
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(raw, &si); err != nil {
+		return Info{}, fmt.Errorf("server_info of %s: %w", pods[0].Name, err)
+	}
+	wp, _ := c.Pods(ctx, Waypoint)
+	return Info{Name: c.o.Name, Pods: len(pods), Concurrency: si.Options.Concurrency, Waypoints: len(wp),
+		Endpoint: ServiceAddr, Details: map[string]any{"envoy": si.Version}}, nil
+}
+
+// Apply implements Target: set the stack's scenario, `pulumi up`, then wait until the listeners
+// the change replaced have drained, so the redial they cause is not credited to the knob.
+func (c *Cluster) Apply(ctx context.Context, sc stacks.Scenario) error {
+	if c.o.Stack == nil {
+		return fmt.Errorf("the %s target needs a Pulumi stack to switch scenarios", c.o.Name)
+	}
+	if sc.Filters.JWT != nil {
+		if err := c.ensureJWTKey(ctx); err != nil {
+			return err
+		}
+	}
+	if _, set, _ := c.o.Stack.GetConfig(ctx, "igwlab:knobs"); set {
+		// A suite runs the catalog's knobs; an override would make every verdict about something else.
+		if err := c.o.Stack.RemoveConfig(ctx, "igwlab:knobs"); err != nil {
+			return err
+		}
+		if c.o.Progress != nil {
+			fmt.Fprintln(c.o.Progress, "removed the stack's igwlab:knobs override: a suite runs the catalog's knobs")
+		}
+	}
+	if err := c.o.Stack.SetConfig(ctx, "igwlab:scenario", sc.Name, false); err != nil {
+		return err
+	}
+	if _, err := c.o.Stack.Up(ctx, c.o.Progress); err != nil {
+		return fmt.Errorf("pulumi up for %s: %w", sc.Name, err)
+	}
+	return c.waitDrained(ctx)
+}
+
+// waitDrained polls listener_manager.total_listeners_draining on every gateway pod until 0.
+func (c *Cluster) waitDrained(ctx context.Context) error {
+	deadline := time.Now().Add(c.o.DrainTimeout)
+	for {
+		pods, err := c.Pods(ctx, Gateway)
+		if err != nil {
+			return err
+		}
+		draining := 0
+		for _, p := range pods {
+			raw, err := c.Admin(ctx, p, "/stats?filter=^listener_manager.total_listeners_draining$")
+			if err != nil {
+				return err
+			}
+			draining += drainingListeners(string(raw))
+		}
+		if draining == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d listener(s) still draining after %s", draining, c.o.DrainTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func drainingListeners(stats string) int {
+	n := 0
+	for _, line := range strings.Split(stats, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "listener_manager.total_listeners_draining: "); ok {
+			var x int
+			fmt.Sscan(v, &x)
+			n += x
+		}
+	}
+	return n
+}
+
+func (c *Cluster) ensureJWTKey(ctx context.Context) error {
+	if c.key != nil {
+		return nil
+	}
+	pemText, ok, err := c.o.Stack.GetConfig(ctx, "igwlab:jwtKey")
+	if err != nil {
+		return err
+	}
+	if ok {
+		if c.key, err = jwt.FromPEM("igwlab", pemText); err != nil {
+			return fmt.Errorf("stack config igwlab:jwtKey: %w", err)
+		}
+	} else {
+		if c.key, err = jwt.Generate("igwlab"); err != nil {
+			return err
+		}
+		if err := c.o.Stack.SetConfig(ctx, "igwlab:jwtKey", c.key.PEM(), true); err != nil {
+			return err
+		}
+	}
+	return c.o.Stack.SetConfig(ctx, "igwlab:jwks", c.key.JWKS(), false)
+}
+
+// Pods implements Target.
+func (c *Cluster) Pods(ctx context.Context, role string) ([]Pod, error) {
+	s, ok := selectors[role]
+	if !ok {
+		return nil, fmt.Errorf("no pods of role %q", role)
+	}
+	pods, err := c.o.Kube.Pods(ctx, s.ns, s.sel)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Pod, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, Pod{Name: p.Name, Role: role, Namespace: p.Namespace,
+			Admin: fmt.Sprintf("pod/%s/%s:%d", p.Namespace, p.Name, adminPort(role))})
+	}
+	return out, nil
+}
+
+func adminPort(role string) int {
+	if role == Ztunnel {
+		return 15020
+	}
+	return AdminPort
+}
+
+// Admin implements Target.
+func (c *Cluster) Admin(ctx context.Context, p Pod, path string) ([]byte, error) {
+	if p.Role == Ztunnel && strings.HasPrefix(path, "/stats/prometheus") {
+		path = "/metrics"
+	}
+	return c.o.Kube.Get(ctx, p.Namespace, p.Name, adminPort(p.Role), path)
+}
+
+// Load implements Target: h2dial and fortio run in their pods in the loadgen namespace, ghz as
+// a Job; each writes JSON that is read back into the same Result as on the local target.
+func (c *Cluster) Load(ctx context.Context, spec load.Spec) (*load.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, spec.Duration+3*time.Minute)
+	defer cancel()
+	switch spec.Kind {
+	case "h2dial":
+		out, err := c.execIn(ctx, "app=h2dial", "h2dial", append([]string{"/h2dial"}, load.H2dialArgs(spec, ServiceAddr)...))
+		if err != nil {
+			return nil, err
+		}
+		var r h2dial.Result
+		if err := json.Unmarshal(out, &r); err != nil {
+			return nil, fmt.Errorf("reading h2dial's JSON: %w", err)
+		}
+		return load.FromH2dial(&r), nil
+	case "fortio":
+		out, err := c.execIn(ctx, "app=fortio", "fortio", append([]string{"fortio"}, load.FortioArgs(spec, ServiceAddr)...))
+		if err != nil {
+			return nil, err
+		}
+		var r fhttp.HTTPRunnerResults
+		if err := json.Unmarshal(out, &r); err != nil {
+			return nil, fmt.Errorf("reading fortio's JSON: %w", err)
+		}
+		return load.FromFortio(&r, ""), nil
+	case "grpc":
+		out, err := c.o.Kube.RunJob(ctx, ghzJob(c.o.GHZImage, load.GHZArgs(spec, ServiceAddr)))
+		if err != nil {
+			return nil, err
+		}
+		return load.FromGHZ(out)
+	}
+	return nil, fmt.Errorf("unknown client %q", spec.Kind)
+}
+
+func (c *Cluster) execIn(ctx context.Context, selector, container string, cmd []string) ([]byte, error) {
+	pods, err := c.o.Kube.Pods(ctx, infra.LoadgenNamespace, selector)
+	if err != nil {
+		return nil, err
+	}
+	if len(pods) == 0 {
+		return nil, fmt.Errorf("no ready %s pod in %s", selector, infra.LoadgenNamespace)
+	}
+	out, _, err := c.o.Kube.Exec(ctx, infra.LoadgenNamespace, pods[0].Name, container, cmd)
+	return out, err
+}
+
+func ghzJob(image string, args []string) *batchv1.Job {
+	backoff, ttl := int32(0), int32(600)
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "igwlab-ghz-", Namespace: infra.LoadgenNamespace,
+			Labels: map[string]string{"app.kubernetes.io/part-of": "igwlab", "app": "ghz"}},
+		Spec: batchv1.JobSpec{
+			BackoffLimit: &backoff, TTLSecondsAfterFinished: &ttl,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "ghz", Image: image, Args: args}},
+			}},
+		},
+	}
+}
+
+// Token implements Target.
+func (c *Cluster) Token(issuer string) (string, error) {
+	if c.key == nil {
+		return "", fmt.Errorf("no JWT key yet: the scenario's filters were not applied")
+	}
+	return c.key.Token(issuer, 24*time.Hour), nil
+}
+
+// Close implements Target.
+func (c *Cluster) Close() error {
+	c.o.Kube.Close()
+	return nil
+}
