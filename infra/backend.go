@@ -13,8 +13,8 @@ import (
 type BackendArgs struct {
 	Images    Images
 	SkipAwait bool
-	Waypoint bool // route the httpbin Service through the waypoint
-	Istio    *IstioAmbient
+	Waypoint  bool // route the httpbin Service through the waypoint
+	Istio     *IstioAmbient
 }
 
 // Backend is go-httpbin and grpcbin in an ambient namespace, and the Istio Gateway and
