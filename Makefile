@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build run test test-short test-pulumi test-apiserver vet fmt tools kube-tools clean
+.PHONY: all build run test test-short test-prometheus test-browser test-pulumi test-apiserver vet fmt tools kube-tools clean
 
 all: build
 
@@ -18,6 +18,12 @@ test: vet ## unit tests plus the end-to-end local suite (what CI runs)
 
 test-short: ## unit tests only
 	$(GO) test -count=1 -short ./...
+
+test-prometheus: ## every dashboard query through a real Prometheus scraping the local pool (apt-get install prometheus)
+	$(GO) test -count=1 -v -run 'TestDashboardAgainstRealPrometheus|TestPromQL' ./dashboard/
+
+test-browser: ## report.html opened in headless Chromium (apt-get install chromium)
+	$(GO) test -count=1 -v -run 'TestReportRendersInChromium' ./runner/report/
 
 tools: ## the Pulumi CLI, Go language host and Kubernetes provider, built once into ~/.cache/igwlab/tools
 	bash hack/pulumi-tools.sh

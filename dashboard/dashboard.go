@@ -6,6 +6,7 @@ package dashboard
 
 import (
 	"encoding/json"
+	"sort"
 	"strings"
 )
 
@@ -106,9 +107,51 @@ var Panels = []Panel{
 	{Title: "CV across the workers of each pod (H-E)", Unit: "none",
 		Description: "Within-pod balance; only meaningful with concurrency >= 2. exact_balance drives it toward 0.",
 		Targets:     []Target{q(`stddev by (pod) (`+W+`) / avg by (pod) (`+W+`)`, "{{pod}}")}},
+	{Title: "ztunnel: TCP connections opened per node", Unit: "ops",
+		Description: "Ambient's node proxies in front of the backends: uneven rates mean the concentration reaches past the gateway.",
+		Targets:     []Target{q(`sum by (pod) (rate(istio_tcp_connections_opened_total{pod=~"$ztunnel"}[1m]))`, "{{pod}}")}},
+	{Title: "ztunnel: bytes sent and received per node", Unit: "Bps",
+		Description: "Bytes through each ztunnel, seen from the destination.",
+		Targets: []Target{
+			q(`sum by (pod) (rate(istio_tcp_sent_bytes_total{pod=~"$ztunnel"}[1m]))`, "sent {{pod}}"),
+			q(`sum by (pod) (rate(istio_tcp_received_bytes_total{pod=~"$ztunnel"}[1m]))`, "received {{pod}}"),
+		}},
+	{Title: "TLS handshakes per pod", Unit: "ops",
+		Description: "Every rotation costs a handshake on a TLS listener: the CPU price of rotating connections.",
+		Targets:     []Target{q(`sum by (pod) (rate(envoy_listener_ssl_handshake{listener_address="$listener", pod=~"$pod"}[1m]))`, "{{pod}}")}},
 	{Title: "Worker busy ratio (local emulated pool)", Unit: "percentunit", LocalOnly: true,
 		Description: "The emulator's per-worker busy time. On a real gateway use per-thread CPU instead; Envoy does not export it.",
 		Targets:     []Target{q(`rate(envoy_igwlab_worker_busy_ns{pod=~"$pod"}[1m]) / 1e9`, "{{pod}} worker {{worker}}")}},
+}
+
+// Variable is one of the dashboard's template variables besides the data source: either a
+// free regex over pod names (Regex) or a Grafana label_values query over Selector.
+type Variable struct {
+	Name, Label, Default string
+	Regex                bool
+	Selector, LabelName  string
+}
+
+// Variables are the dashboard's template variables with the real lab's defaults: the Helm
+// gateway chart listens on 80, so its HCM prefix and listener name carry 80, not 8080.
+var Variables = []Variable{
+	{Name: "pod", Label: "Gateway pods (regex)", Default: "istio-ingressgateway-.*", Regex: true},
+	{Name: "ztunnel", Label: "ztunnel pods (regex)", Default: "ztunnel-.*", Regex: true},
+	{Name: "hcm", Label: "HCM prefix", Default: "outbound_0.0.0.0_80",
+		Selector: `envoy_http_downstream_cx_total{http_conn_manager_prefix=~"outbound_.*"}`, LabelName: "http_conn_manager_prefix"},
+	{Name: "listener", Label: "Listener", Default: "0.0.0.0_80",
+		Selector: `envoy_listener_downstream_cx_total`, LabelName: "listener_address"},
+	{Name: "cluster", Label: "Upstream cluster", Default: "outbound|8080||httpbin.igw-test.svc.cluster.local",
+		Selector: `envoy_cluster_upstream_rq_total`, LabelName: "cluster_name"},
+}
+
+// Defaults returns the variables' default values by name.
+func Defaults() map[string]string {
+	m := map[string]string{}
+	for _, v := range Variables {
+		m[v.Name] = v.Default
+	}
+	return m
 }
 
 // JSON renders the dashboard.
@@ -129,27 +172,26 @@ func JSON() ([]byte, error) {
 			"targets":     targets,
 		})
 	}
-	variable := func(name, label, query, def string) map[string]any {
-		return map[string]any{"name": name, "label": label, "type": "query", "refresh": 2,
+	vars := []any{map[string]any{"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
+		"current": map[string]any{"text": "Prometheus", "value": "prometheus"}}}
+	for _, v := range Variables {
+		cur := map[string]any{"text": v.Default, "value": v.Default}
+		if v.Regex {
+			vars = append(vars, map[string]any{"name": v.Name, "label": v.Label, "type": "textbox", "query": v.Default, "current": cur})
+			continue
+		}
+		vars = append(vars, map[string]any{"name": v.Name, "label": v.Label, "type": "query", "refresh": 2,
 			"datasource": map[string]any{"type": "prometheus", "uid": "${datasource}"},
-			"query":      map[string]any{"query": query, "refId": "var-" + name},
-			"current":    map[string]any{"text": def, "value": def}, "includeAll": false, "multi": false}
+			"query":      map[string]any{"query": "label_values(" + v.Selector + ", " + v.LabelName + ")", "refId": "var-" + v.Name},
+			"current":    cur, "includeAll": false, "multi": false})
 	}
 	d := map[string]any{
 		"uid": UID, "title": Title, "tags": []string{"istio", "envoy", "igwlab"},
 		"timezone": "browser", "schemaVersion": 39, "refresh": "5s", "editable": true,
 		"time":        map[string]any{"from": "now-15m", "to": "now"},
 		"description": "Thread concentration on an Istio ingress gateway: distribution across pods and workers, rotation, flow control.",
-		"templating": map[string]any{"list": []any{
-			map[string]any{"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
-				"current": map[string]any{"text": "Prometheus", "value": "prometheus"}},
-			map[string]any{"name": "pod", "label": "Gateway pods (regex)", "type": "textbox", "query": "istio-ingressgateway-.*",
-				"current": map[string]any{"text": "istio-ingressgateway-.*", "value": "istio-ingressgateway-.*"}},
-			variable("hcm", "HCM prefix", `label_values(envoy_http_downstream_cx_total{http_conn_manager_prefix=~"outbound_.*"}, http_conn_manager_prefix)`, "outbound_0.0.0.0_80"),
-			variable("listener", "Listener", `label_values(envoy_listener_downstream_cx_total, listener_address)`, "0.0.0.0_80"),
-			variable("cluster", "Upstream cluster", `label_values(envoy_cluster_upstream_rq_total, cluster_name)`, "outbound|8080||httpbin.igw-test.svc.cluster.local"),
-		}},
-		"panels": panels,
+		"templating":  map[string]any{"list": vars},
+		"panels":      panels,
 	}
 	b, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
@@ -159,9 +201,17 @@ func JSON() ([]byte, error) {
 }
 
 // Expand substitutes template variables into a query, for evaluating it without Grafana.
+// Longer names go first so that a variable never clobbers another it is a prefix of.
 func Expand(expr string, vars map[string]string) string {
-	for k, v := range vars {
-		expr = strings.ReplaceAll(expr, "$"+k, v)
+	names := make([]string, 0, len(vars))
+	for k := range vars {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return len(names[i]) > len(names[j]) || len(names[i]) == len(names[j]) && names[i] < names[j]
+	})
+	for _, k := range names {
+		expr = strings.ReplaceAll(expr, "$"+k, vars[k])
 	}
 	return expr
 }

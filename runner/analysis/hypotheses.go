@@ -132,6 +132,15 @@ func Evaluate(runs map[string][]*Result, pods int) []Verdict {
 	return out
 }
 
+// CheckIDs lists the calls in the order the evaluation block prints them.
+func CheckIDs() []string {
+	out := make([]string, len(checks))
+	for i, c := range checks {
+		out[i] = c.id
+	}
+	return out
+}
+
 func ran(rs []*Result) bool {
 	for _, r := range rs {
 		if r.Status == "ok" {

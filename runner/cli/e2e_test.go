@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/runner/report/reporttest"
 	"github.com/igwlab/igwlab/runner/suite"
 )
 
@@ -95,4 +96,41 @@ func TestLocalSuiteEndToEnd(t *testing.T) {
 	if !strings.Contains(string(sc), "local_departures") || !strings.Contains(string(sc), "10000") {
 		t.Errorf("04-fortio/scenario.yaml does not show the lab value beside the local one:\n%s", sc)
 	}
+
+	checkReport(t, dir)
+}
+
+// checkReport checks the suite drew its plots and report, that `igwlab report` makes the same
+// plots again from the raw results byte for byte, and that the report renders in a browser.
+func checkReport(t *testing.T, dir string) {
+	t.Helper()
+	first := map[string][]byte{}
+	for _, name := range []string{"cv_across_scenarios.png", "per_pod_connections.png", "goaway_rate.png",
+		"p99_comparison.png", "worker_cv.png", "timeseries_04-mrpc.png", "timeseries_04-fortio.png", "timeseries_10-rotation.png"} {
+		b, err := os.ReadFile(filepath.Join(dir, "plots", name))
+		if err != nil || len(b) == 0 {
+			t.Errorf("suite did not draw %s: %v", name, err)
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, "plots"))
+	for _, e := range entries {
+		first[e.Name()], _ = os.ReadFile(filepath.Join(dir, "plots", e.Name()))
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "plots")); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := Run(context.Background(), []string{"report", dir}, &stdout, &stderr); err != nil {
+		t.Fatalf("report: %v\n%s", err, stderr.String())
+	}
+	for name, want := range first {
+		got, err := os.ReadFile(filepath.Join(dir, "plots", name))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("igwlab report did not reproduce %s byte for byte (%v)", name, err)
+		}
+	}
+	if !strings.Contains(stdout.String(), "report.html") {
+		t.Errorf("report printed %q", stdout.String())
+	}
+	reporttest.AssertRenders(t, filepath.Join(dir, "report.html"), len(first))
 }

@@ -13,6 +13,7 @@ type poolFlags struct {
 	serviceTime, perKiB, connCost                    time.Duration
 	balance                                          string
 	seed                                             uint64
+	tls                                              bool
 }
 
 func (p *poolFlags) register(fs *flag.FlagSet) {
@@ -26,11 +27,12 @@ func (p *poolFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&p.connCost, "conn-cost", d.ConnCost, "emulated worker time to accept a connection")
 	fs.StringVar(&p.balance, "balance", emulator.BalanceRandom, "L4 balancer in front of the pods: random (kube-proxy), round-robin, source-hash")
 	fs.Uint64Var(&p.seed, "seed", 0, "seed for pod placement (0 = random each run)")
+	fs.BoolVar(&p.tls, "tls", false, "terminate TLS on the gateway (listener 0.0.0.0_443): every new connection costs its worker a handshake")
 }
 
 func (p *poolFlags) config() (emulator.Config, error) {
 	c := emulator.Config{Pods: p.pods, Workers: p.concurrency, WaypointPods: p.waypointPods,
-		WaypointWorkers: p.waypointWorkers, Balance: p.balance, Seed: p.seed,
+		WaypointWorkers: p.waypointWorkers, Balance: p.balance, Seed: p.seed, TLS: p.tls,
 		Model: emulator.Model{ServiceTime: p.serviceTime, PerKiB: p.perKiB, ConnCost: p.connCost}}
 	if err := c.Check(); err != nil {
 		return c, UsageError{err}

@@ -2,8 +2,15 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/igwlab/igwlab/dashboard"
+	"github.com/igwlab/igwlab/runner/atomicfile"
 
 	"github.com/igwlab/igwlab/runner/suite"
 	"github.com/igwlab/igwlab/runner/target"
@@ -18,6 +25,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	out := fs.String("out", "results", "results root; serve writes <out>/<UTC timestamp>-serve/")
 	catalogDir := fs.String("catalog", "", "also load the scenario files in this folder")
 	quiet := fs.Bool("q", false, "no live table on stderr")
+	promConfig := fs.String("prometheus-config", "", "write a Prometheus scrape config for the running pool to this file")
 	pf.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -45,12 +53,46 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer l.Close()
+	if *promConfig != "" {
+		if err := writePromConfig(*promConfig, l, stdout); err != nil {
+			return err
+		}
+	}
 	o := suite.ServeOptions{Local: l, Scenario: sc, OutDir: *out, Out: stdout}
 	if !*quiet {
 		o.Live, o.LiveTTY = stderr, isTerminal(stderr)
 	}
 	_, err = suite.Serve(ctx, o)
 	return err
+}
+
+// writePromConfig writes a scrape config for the pool and says how to point Prometheus and the
+// dashboard at it.
+func writePromConfig(path string, l *target.Local, stdout io.Writer) error {
+	cfg, err := dashboard.ScrapeConfig(time.Second, l.ScrapeTargets())
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(path, cfg); err != nil {
+		return fmt.Errorf("--prometheus-config: %w", err)
+	}
+	vars := dashboard.LocalDefaults(l.Pool.Config().ListenerPort)
+	fmt.Fprintf(stdout, "prometheus scrape config: %s\n  run: prometheus --config.file=%s --web.listen-address=127.0.0.1:9090\n", path, path)
+	fmt.Fprintf(stdout, "  dashboard variables: hcm=%s listener=%s (pod and ztunnel keep their defaults)\n", vars["hcm"], vars["listener"])
+	return nil
+}
+
+// termWidth is the terminal's width in columns, or 0 when w is not a terminal.
+func termWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	cols, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return cols
 }
 
 // isTerminal reports whether w is a character device (a terminal).

@@ -75,7 +75,8 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		progress = nil
 	}
 	sum, err := suite.Run(ctx, suite.Options{Target: t, TargetName: *targetName, Catalog: cat, Only: only, Skip: skip,
-		SkipEval: *skipEval, Duration: *duration, Repeat: *repeat, OutDir: *out, Progress: progress})
+		SkipEval: *skipEval, Duration: *duration, Repeat: *repeat, OutDir: *out, Progress: progress,
+		ProgressTTY: progress != nil && isTerminal(stderr), ProgressWidth: termWidth(stderr)})
 	if sum == nil {
 		return err
 	}

@@ -16,34 +16,49 @@ import (
 )
 
 // Backends are the lab's upstreams on loopback: go-httpbin (the same library the lab's
-// httpbin image runs) over HTTP/1.1, and a gRPC server with server reflection standing in for
+// httpbin image runs) over HTTP/1.1, in as many replicas as the lab runs, each on its own
+// "node" behind that node's ztunnel, and a gRPC server with server reflection standing in for
 // grpcbin (grpc.testing.TestService, so grpcurl and ghz can call it by name).
 type Backends struct {
-	HTTPBin string // host:port
-	GRPC    string // host:port
-	httpSrv *http.Server
-	grpcSrv *grpc.Server
+	HTTPBin  []string // host:port of each replica
+	GRPC     string   // host:port
+	Ztunnels []*Ztunnel
+	httpSrv  []*http.Server
+	grpcSrv  *grpc.Server
 }
 
-// StartBackends starts both backends on 127.0.0.1.
-func StartBackends() (*Backends, error) {
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
+// StartBackends starts the backends; replica i of httpbin listens on node i's address.
+func StartBackends(replicas int) (*Backends, error) {
+	b := &Backends{}
+	hb := httpbin.New(httpbin.WithMaxBodySize(20<<20), httpbin.WithMaxDuration(10*time.Second))
+	for i := 0; i < replicas; i++ {
+		ip := podIP(2, i)
+		z, err := newZtunnel(ztunnelName(i), ip)
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		b.Ztunnels = append(b.Ztunnels, z)
+		hl, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		srv := &http.Server{Handler: hb, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+		b.httpSrv = append(b.httpSrv, srv)
+		b.HTTPBin = append(b.HTTPBin, hl.Addr().String())
+		go func() {
+			if err := srv.Serve(z.wrap(hl)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				_ = err // the listener is ours; Serve only fails when it is closed
+			}
+		}()
 	}
 	gl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		hl.Close()
+		b.Close()
 		return nil, err
 	}
-	b := &Backends{HTTPBin: hl.Addr().String(), GRPC: gl.Addr().String()}
-	hb := httpbin.New(httpbin.WithMaxBodySize(20<<20), httpbin.WithMaxDuration(10*time.Second))
-	b.httpSrv = &http.Server{Handler: hb, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	go func() {
-		if err := b.httpSrv.Serve(hl); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			_ = err // the listener is ours; Serve only fails when it is closed
-		}
-	}()
+	b.GRPC = gl.Addr().String()
 	b.grpcSrv = grpc.NewServer()
 	testpb.RegisterTestServiceServer(b.grpcSrv, testService{})
 	healthpb.RegisterHealthServer(b.grpcSrv, health.NewServer())
@@ -52,12 +67,19 @@ func StartBackends() (*Backends, error) {
 	return b, nil
 }
 
-// Close stops both backends.
+// Close stops the backends.
 func (b *Backends) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_ = b.httpSrv.Shutdown(ctx)
-	b.grpcSrv.Stop()
+	for _, s := range b.httpSrv {
+		_ = s.Shutdown(ctx)
+	}
+	for _, z := range b.Ztunnels {
+		z.close()
+	}
+	if b.grpcSrv != nil {
+		b.grpcSrv.Stop()
+	}
 }
 
 // testService answers UnaryCall with a payload of the requested size.

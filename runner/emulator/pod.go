@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -51,6 +52,7 @@ type Pod struct {
 	rng       *rand.Rand
 
 	listenerModified, concurrency, live *Stat
+	sslHandshakes, sslErrors            *Stat
 }
 
 // Addr is the pod's data address (ip:port), or "" while it is down.
@@ -101,9 +103,9 @@ func (p *Pod) build(cfg *listenerConfig) {
 	dial := (&net.Dialer{Timeout: 5 * time.Second}).DialContext
 	if p.role == roleGateway {
 		p.clusters[ClusterHTTPBin] = newCluster(p.store, ClusterHTTPBin, pl.backends.HTTPBin, false, workers, dial)
-		p.clusters[ClusterGRPC] = newCluster(p.store, ClusterGRPC, pl.backends.GRPC, true, workers, dial)
+		p.clusters[ClusterGRPC] = newCluster(p.store, ClusterGRPC, []string{pl.backends.GRPC}, true, workers, dial)
 		if pl.waypointVIP != nil {
-			p.clusters[clusterViaWaypoint] = newCluster(p.store, ClusterHTTPBin, pl.waypointVIP.Addr(), true, workers, dial)
+			p.clusters[clusterViaWaypoint] = newCluster(p.store, ClusterHTTPBin, []string{pl.waypointVIP.Addr()}, true, workers, dial)
 		}
 	} else {
 		p.clusters[ClusterHTTPBin] = newCluster(p.store, waypointInboundCluster, pl.backends.HTTPBin, false, workers, dial)
@@ -112,6 +114,10 @@ func (p *Pod) build(cfg *listenerConfig) {
 	p.concurrency = plainStat(p.store, Gauge, "server.concurrency")
 	p.concurrency.Set(int64(workers))
 	p.live = plainStat(p.store, Gauge, "server.live")
+	if pl.tls != nil && p.role == roleGateway {
+		p.sslHandshakes = listenerStat(p.store, Counter, p.listenerAddr, "ssl.handshake")
+		p.sslErrors = listenerStat(p.store, Counter, p.listenerAddr, "ssl.connection_error")
+	}
 	p.conns = map[*serverConn]struct{}{}
 	p.cfg.Store(cfg)
 	p.started = time.Now()
@@ -233,6 +239,21 @@ func (p *Pod) serveConn(w *Worker, c net.Conn) {
 		cfg = &cp
 	}
 	w.Book(p.pool.model.ConnCost)
+	if t := p.pool.tls; t != nil && p.role == roleGateway {
+		// The handshake runs on the connection's worker, like everything else about it.
+		_ = w.Serve(context.Background(), t.cost)
+		tc := tls.Server(c, t.cfg)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			p.sslErrors.Inc()
+			c.Close()
+			return
+		}
+		p.sslHandshakes.Inc()
+		c = tc
+	}
 	sc := newServerConn(p.hcm, w, cfg, c)
 	p.mu.Lock()
 	if !p.up {

@@ -51,8 +51,11 @@ type Config struct {
 	Balance         string // L4 balance mode (random)
 	L4Path          string // handoff (DNAT-like, default) or proxy
 	VIPPort         int    // the gateway VIP's port on 127.0.0.1 (0 picks one)
-	Seed            uint64 // seeds pod placement; 0 picks one
-	AccessLog       io.Writer
+	// TLS terminates TLS on the gateway (a certificate made at start): the listener becomes
+	// 0.0.0.0_443, every new connection costs its worker a handshake, and ssl.handshake counts.
+	TLS       bool
+	Seed      uint64 // seeds pod placement; 0 picks one
+	AccessLog io.Writer
 	// ListenerPort is the port Envoy's listener is named after in stats (80 for the Istio
 	// gateway chart); the emulated pods really listen on ephemeral loopback ports.
 	ListenerPort int
@@ -92,6 +95,7 @@ type Pool struct {
 	backends *Backends
 	jwt      *jwtAuthn
 	access   *accessLog
+	tls      *gatewayTLS
 
 	gateway     []*Pod
 	waypoints   []*Pod
@@ -121,6 +125,9 @@ func Start(cfg Config) (*Pool, error) {
 	}
 	if cfg.ListenerPort == 0 {
 		cfg.ListenerPort = 80
+		if cfg.TLS {
+			cfg.ListenerPort = 443
+		}
 	}
 	if cfg.Balance == "" {
 		cfg.Balance = BalanceRandom
@@ -139,7 +146,7 @@ func Start(cfg Config) (*Pool, error) {
 	}
 	p := &Pool{cfg: cfg, model: cfg.Model, clock: NewClock()}
 	var err error
-	if p.backends, err = StartBackends(); err != nil {
+	if p.backends, err = StartBackends(2); err != nil { // the lab runs two httpbin replicas
 		p.Close()
 		return nil, err
 	}
@@ -148,6 +155,12 @@ func Start(cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	p.access = newAccessLog(cfg.AccessLog)
+	if cfg.TLS {
+		if p.tls, err = newGatewayTLS(); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed>>1))
 	base := newListenerConfig(Setup{}, 0)
 
@@ -240,6 +253,9 @@ func (p *Pool) Pods() []*Pod { return p.gateway }
 // Waypoints returns the waypoint pods.
 func (p *Pool) Waypoints() []*Pod { return p.waypoints }
 
+// Ztunnels returns the emulated node proxies in front of the backend replicas.
+func (p *Pool) Ztunnels() []*Ztunnel { return p.backends.Ztunnels }
+
 // Balancer returns the gateway tier's L4 balancer.
 func (p *Pool) Balancer() *Balancer { return p.vip }
 
@@ -251,6 +267,14 @@ func (p *Pool) Token(issuer string) string { return p.jwt.Token(issuer, 24*time.
 
 // JWKS is the public key set the JWT filter trusts.
 func (p *Pool) JWKS() string { return p.jwt.JWKS() }
+
+// TLSHandshakeCost is the measured cost of a handshake booked per new connection (0 without TLS).
+func (p *Pool) TLSHandshakeCost() time.Duration {
+	if p.tls == nil {
+		return 0
+	}
+	return p.tls.cost
+}
 
 // FilterCosts reports the measured per-request costs of scenario 11's filters.
 func (p *Pool) FilterCosts() (jwt, accessLogEntry time.Duration) { return p.jwt.cost, p.access.cost }

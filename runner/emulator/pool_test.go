@@ -83,7 +83,10 @@ func TestBalancerModes(t *testing.T) {
 
 func TestPodsListenOnLoopbackOnly(t *testing.T) {
 	p := testPool(t, Config{Pods: 3, WaypointPods: 2}, stacks.Knobs{})
-	addrs := []string{p.VIP(), p.backends.HTTPBin, p.backends.GRPC, p.waypointVIP.Addr()}
+	addrs := append([]string{p.VIP(), p.backends.GRPC, p.waypointVIP.Addr()}, p.backends.HTTPBin...)
+	for _, z := range p.Ztunnels() {
+		addrs = append(addrs, strings.TrimPrefix(z.MetricsURL(), "http://"))
+	}
 	for _, pod := range append(p.Pods(), p.Waypoints()...) {
 		addrs = append(addrs, pod.Addr(), strings.TrimPrefix(pod.AdminURL(), "http://"))
 	}

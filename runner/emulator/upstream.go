@@ -16,7 +16,9 @@ import (
 // worker (Envoy's pools are per worker), and the cluster stats under cluster.<name>;.
 type cluster struct {
 	name   string
-	addr   string // host:port dialled
+	addr   string   // host:port in request URLs
+	eps    []string // endpoints: new connections go round-robin over them, as Envoy's LB spreads hosts
+	next   atomic.Uint64
 	scheme string
 	h2     bool // HTTP/2 (h2c) upstream: gRPC and the waypoint's HBONE-like hop
 	pools  []*upstreamPool
@@ -28,8 +30,8 @@ type cluster struct {
 	rqTime                                                         *Stat
 }
 
-func newCluster(st *Store, name, addr string, h2 bool, workers int, dial dialFunc) *cluster {
-	c := &cluster{name: name, addr: addr, scheme: "http", h2: h2}
+func newCluster(st *Store, name string, endpoints []string, h2 bool, workers int, dial dialFunc) *cluster {
+	c := &cluster{name: name, addr: endpoints[0], eps: endpoints, scheme: "http", h2: h2}
 	ct := func(n string) *Stat { return clusterStat(st, Counter, name, n) }
 	gg := func(n string) *Stat { return clusterStat(st, Gauge, name, n) }
 	c.cxTotal, c.cxActive = ct("upstream_cx_total"), gg("upstream_cx_active")
@@ -60,7 +62,8 @@ type upstreamPool struct {
 
 func newUpstreamPool(c *cluster, dial dialFunc) *upstreamPool {
 	p := &upstreamPool{c: c}
-	counted := func(ctx context.Context, network, addr string) (net.Conn, error) {
+	counted := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		addr := c.eps[int(c.next.Add(1)-1)%len(c.eps)]
 		conn, err := dial(ctx, network, addr)
 		if err != nil {
 			c.cxConnectFail.Inc()

@@ -31,8 +31,9 @@ func runFortio(ctx context.Context, s Spec) (*Result, error) {
 	if s.QPS == 0 {
 		o.RunnerOptions.QPS = -1 // fortio's "as fast as possible"
 	}
-	o.HTTPOptions = fhttp.HTTPOptions{URL: "http://" + s.Target + s.Path, H2: true, DisableFastClient: true,
+	o.HTTPOptions = fhttp.HTTPOptions{URL: s.scheme() + s.Target + s.Path, H2: true, DisableFastClient: true,
 		NumConnections: 1, AllowHalfClose: false}
+	o.HTTPOptions.Insecure = s.TLS // the local gateway's own certificate
 	o.HTTPOptions.InitHeaders()
 	for k, v := range s.Headers {
 		if err := o.HTTPOptions.AddAndValidateExtraHeader(k + ": " + v); err != nil {

@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
@@ -52,7 +54,11 @@ func runGRPC(ctx context.Context, s Spec) (*Result, error) {
 		}
 	}()
 	for i := 0; i < conns; i++ {
-		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(dialer)}
+		creds := insecure.NewCredentials()
+		if s.TLS {
+			creds = credentials.NewTLS(&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the local gateway's own certificate
+		}
+		opts := []grpc.DialOption{grpc.WithTransportCredentials(creds), grpc.WithContextDialer(dialer)}
 		if s.Authority != "" {
 			opts = append(opts, grpc.WithAuthority(s.Authority))
 		}

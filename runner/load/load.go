@@ -32,6 +32,15 @@ type Spec struct {
 	Headers     map[string]string
 	Authority   string
 	AllowRemote bool
+	// TLS speaks HTTP/2 over TLS (the local gateway's own certificate, not verified).
+	TLS bool
+}
+
+func (s Spec) scheme() string {
+	if s.TLS {
+		return "https://"
+	}
+	return "http://"
 }
 
 // Result is what a client saw.
@@ -87,12 +96,12 @@ func checkLoopback(target string) error {
 
 func runH2dial(ctx context.Context, s Spec) (*Result, error) {
 	o := h2dial.Options{
-		URL: "http://" + s.Target + s.Path, Mode: h2dial.Mode(s.Mode), Concurrency: s.Concurrency,
+		URL: s.scheme() + s.Target + s.Path, Mode: h2dial.Mode(s.Mode), Concurrency: s.Concurrency, InsecureTLS: s.TLS,
 		Duration: s.Duration, QPS: s.QPS, SlowWorkers: s.SlowWorkers, AllowRemote: s.AllowRemote,
 		Header: map[string][]string{},
 	}
 	if s.SlowPath != "" {
-		o.SlowURL = "http://" + s.Target + s.SlowPath
+		o.SlowURL = s.scheme() + s.Target + s.SlowPath
 	}
 	for k, v := range s.Headers {
 		o.Header.Set(k, v)

@@ -67,13 +67,14 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 			return nil, err
 		}
 	}
-	r.progressf("       applying %s\n", knobText(sc.Knobs))
+	r.prog.step("applying %s", knobText(sc.Knobs))
 	if err := t.Apply(ctx, sc); err != nil {
 		return nil, fmt.Errorf("applying knobs: %w", err)
 	}
 	if err := waitInEffect(ctx, t, gw, sc.Knobs, r.names.HCMPrefix, r.o.ApplyTimeout); err != nil {
 		return nil, err
 	}
+	r.prog.step("settling %s", sc.Load.Settle)
 	if err := sleep(ctx, sc.Load.Settle.D()); err != nil {
 		return nil, err
 	}
@@ -82,6 +83,7 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 		return nil, err
 	}
 	if w := sc.Load.Warmup.D(); w > 0 {
+		r.prog.step("warm-up %s", sc.Load.Warmup)
 		warm := spec
 		warm.Duration = w
 		if _, err := t.Load(ctx, warm); err != nil && ctx.Err() == nil {
@@ -99,11 +101,16 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 	wpPre, wpPreRaw, _ := scrape(ctx, t, wp)
 	_, ztPreRaw, _ := scrape(ctx, t, zt)
 	smp := newSampler(t, gw, r.names, pre)
+	podNames := make([]string, len(gw))
+	for i, p := range gw {
+		podNames[i] = p.Name
+	}
+	smp.onSample = func(l Live) { r.prog.sample(l, podNames) }
 	sctx, stop := context.WithCancel(ctx)
 	sampled := make(chan struct{})
 	go func() { smp.run(sctx, time.Second); close(sampled) }()
 	start := time.Now()
-	r.progressf("       load: %s for %s\n", clientText(sc.Client), sc.Load.Duration)
+	r.prog.step("load: %s for %s", clientText(sc.Client), sc.Load.Duration)
 	result, loadErr := t.Load(ctx, spec)
 	window := time.Since(start)
 	stop()

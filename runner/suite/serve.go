@@ -45,7 +45,12 @@ func Serve(ctx context.Context, o ServeOptions) (*Summary, error) {
 	info, _ := t.Info(ctx)
 	pods, _ := t.Pods(ctx, target.Gateway)
 	vip := "http://" + t.Pool.VIP()
-	fmt.Fprintf(o.Out, "gateway VIP (h2c, prior knowledge): %s\n", vip)
+	if t.Pool.Config().TLS {
+		vip = "https://" + t.Pool.VIP()
+		fmt.Fprintf(o.Out, "gateway VIP (h2 over TLS, self-signed certificate: use -k / --insecure): %s\n", vip)
+	} else {
+		fmt.Fprintf(o.Out, "gateway VIP (h2c, prior knowledge): %s\n", vip)
+	}
 	fmt.Fprintf(o.Out, "knobs: %s\n", knobText(sc.Knobs))
 	for _, p := range pods {
 		fmt.Fprintf(o.Out, "  pod %s admin %s/stats/prometheus\n", p.Name, p.Admin)

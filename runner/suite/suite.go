@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/runner/report"
 	"github.com/igwlab/igwlab/runner/stats"
 	"github.com/igwlab/igwlab/runner/target"
 	"github.com/igwlab/igwlab/stacks"
@@ -34,12 +35,17 @@ type Options struct {
 	OutDir string
 	// RunDir, when set, is used as is (resume).
 	RunDir string
-	// Progress receives progress lines; nil is quiet.
-	Progress io.Writer
+	// Progress receives progress; nil is quiet. ProgressTTY redraws a live line in place.
+	Progress    io.Writer
+	ProgressTTY bool
+	// ProgressWidth is the terminal's width in columns (0: unknown, no cut).
+	ProgressWidth int
 	// ApplyTimeout bounds the wait for knobs to show on every pod.
 	ApplyTimeout time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
+	// NoReport skips the plots and report.html.
+	NoReport bool
 }
 
 // Summary is summary.json: what ran, with what, and the calls. Other tools may rely on the
@@ -101,12 +107,20 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		sum.Scenarios[sc.Name] = &analysis.Result{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis,
 			Client: sc.Client.Kind, Status: "not-run"}
 	}
-	r := &run{o: o, info: info, dir: dir, sum: sum}
+	var plan []time.Duration
+	for _, sc := range selected {
+		for rep := 0; rep < o.Repeat; rep++ {
+			plan = append(plan, r0planned(sc, info.Name, o.Duration))
+		}
+	}
+	r := &run{o: o, info: info, dir: dir, sum: sum, prog: newProgress(o.Progress, o.ProgressTTY, o.ProgressWidth, plan)}
+	defer r.prog.close()
 	r.progressf("igwlab: %s target, %d pods x %d worker(s); %d scenario(s) x %d run(s); results in %s\n",
 		info.Name, info.Pods, info.Concurrency, len(selected), o.Repeat, dir)
 	_ = writeJSON(filepath.Join(dir, "summary.json"), sum)
 
-	for i, sc := range selected {
+	step := 0
+	for _, sc := range selected {
 		for rep := 1; rep <= o.Repeat; rep++ {
 			if ctx.Err() != nil {
 				break
@@ -115,11 +129,12 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			if o.Repeat > 1 {
 				sdir = filepath.Join(sdir, fmt.Sprintf("run-%d", rep))
 			}
-			r.progressf("[%d/%d] %s%s: %s\n", i+1, len(selected), sc.Name, repText(rep, o.Repeat), sc.Title)
+			r.prog.scenario(step, sc.Name+repText(rep, o.Repeat), sc.Title)
 			res := r.scenario(ctx, sc, sdir)
 			sum.Runs[sc.Name] = append(sum.Runs[sc.Name], res)
 			sum.Scenarios[sc.Name] = representative(sum.Runs[sc.Name])
-			r.progressf("       %s\n", oneLine(res))
+			r.prog.finish(step, oneLine(res))
+			step++
 			_ = writeJSON(filepath.Join(dir, "summary.json"), sum)
 		}
 	}
@@ -145,6 +160,14 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	sum.Finished = o.Now().UTC()
 	if err := writeJSON(filepath.Join(dir, "summary.json"), sum); err != nil {
 		return sum, err
+	}
+	if !o.NoReport {
+		// Made from the files just written, exactly as `igwlab report` makes it again later.
+		if run, err := report.Load(dir); err != nil {
+			r.progressf("report: %v\n", err)
+		} else if _, err := report.Write(dir, run); err != nil {
+			r.progressf("report: %v\n", err)
+		}
 	}
 	if sum.Interrupted {
 		return sum, ErrInterrupted
@@ -210,10 +233,17 @@ type run struct {
 	dir   string
 	sum   *Summary
 	names stats.Names
+	prog  *progress
 }
 
-func (r *run) progressf(format string, a ...any) {
-	if r.o.Progress != nil {
-		fmt.Fprintf(r.o.Progress, format, a...)
+func (r *run) progressf(format string, a ...any) { r.prog.printf(format, a...) }
+
+// r0planned is how long a scenario is expected to take, for the ETA.
+func r0planned(sc *stacks.Scenario, target string, override time.Duration) time.Duration {
+	eff := sc.Effective(target)
+	d := eff.Load.Duration.D()
+	if override > 0 {
+		d = override
 	}
+	return eff.Load.Settle.D() + eff.Load.Warmup.D() + d + time.Second
 }

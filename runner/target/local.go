@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 
+	"github.com/igwlab/igwlab/dashboard"
 	"github.com/igwlab/igwlab/runner/emulator"
 	"github.com/igwlab/igwlab/runner/load"
 	"github.com/igwlab/igwlab/stacks"
@@ -35,7 +38,8 @@ func (l *Local) Info(context.Context) (Info, error) {
 			"service_time_us": c.Model.ServiceTime.Microseconds(), "per_kib_us": c.Model.PerKiB.Microseconds(),
 			"conn_cost_us": c.Model.ConnCost.Microseconds(), "balance": c.Balance, "seed": c.Seed,
 			"waypoint_workers": c.WaypointWorkers, "jwt_verify_cost_us": jwt.Microseconds(),
-			"access_log_entry_cost_us": al.Microseconds(),
+			"access_log_entry_cost_us": al.Microseconds(), "tls": c.TLS,
+			"tls_handshake_cost_us": l.Pool.TLSHandshakeCost().Microseconds(),
 		}}, nil
 }
 
@@ -53,6 +57,12 @@ func (l *Local) Pods(_ context.Context, role string) ([]Pod, error) {
 		src = l.Pool.Pods()
 	case Waypoint:
 		src = l.Pool.Waypoints()
+	case Ztunnel:
+		var out []Pod
+		for _, z := range l.Pool.Ztunnels() {
+			out = append(out, Pod{Name: z.Name, Role: Ztunnel, Admin: z.MetricsURL()})
+		}
+		return out, nil
 	}
 	out := make([]Pod, 0, len(src))
 	for _, p := range src {
@@ -63,6 +73,9 @@ func (l *Local) Pods(_ context.Context, role string) ([]Pod, error) {
 
 // Admin implements Target.
 func (l *Local) Admin(ctx context.Context, pod Pod, path string) ([]byte, error) {
+	if pod.Role == Ztunnel && strings.HasPrefix(path, "/stats/prometheus") {
+		path = "/metrics" // ztunnel's metrics endpoint
+	}
 	ctx, cancel := context.WithTimeout(ctx, AdminTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pod.Admin+path, nil)
@@ -86,8 +99,29 @@ func (l *Local) Admin(ctx context.Context, pod Pod, path string) ([]byte, error)
 
 // Load implements Target.
 func (l *Local) Load(ctx context.Context, spec load.Spec) (*load.Result, error) {
-	spec.Target = l.Pool.VIP()
+	spec.Target, spec.TLS = l.Pool.VIP(), l.Pool.Config().TLS
 	return load.Run(ctx, spec)
+}
+
+// ScrapeTargets lists the pool's metrics endpoints for a Prometheus scrape config: the gateway
+// and waypoint pods' admin /stats/prometheus and each ztunnel's /metrics.
+func (l *Local) ScrapeTargets() []dashboard.ScrapeTarget {
+	var out []dashboard.ScrapeTarget
+	add := func(job, name, rawURL, path string) {
+		if u, err := url.Parse(rawURL); err == nil {
+			out = append(out, dashboard.ScrapeTarget{Job: job, Pod: name, HostPort: u.Host, Path: path})
+		}
+	}
+	for _, p := range l.Pool.Pods() {
+		add("istio-ingressgateway", p.Name, p.AdminURL(), "/stats/prometheus")
+	}
+	for _, p := range l.Pool.Waypoints() {
+		add("waypoint", p.Name, p.AdminURL(), "/stats/prometheus")
+	}
+	for _, z := range l.Pool.Ztunnels() {
+		add("ztunnel", z.Name, z.MetricsURL(), "/metrics")
+	}
+	return out
 }
 
 // Token implements Target.

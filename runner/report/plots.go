@@ -1,0 +1,460 @@
+// Package report draws a run's plots (PNG, with gonum/plot) and writes its self-contained HTML
+// report, from the raw results alone, so both can be made again from any saved results folder.
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/igwlab/igwlab/runner/analysis"
+)
+
+// Run is what the plots and the report are made from.
+type Run struct {
+	Target      string
+	Pods        int
+	Concurrency int
+	Order       []string
+	Scenarios   map[string]*analysis.Result
+	Hypotheses  map[string]analysis.Verdict
+	Evaluation  []analysis.Verdict
+	// Series holds each scenario's timeseries.csv.
+	Series map[string]*Series
+	// Teaches says what each scenario shows (from its scenario.yaml).
+	Teaches map[string]string
+	// Why holds the reason for each scenario's local departures, if any.
+	Why map[string]string
+}
+
+// Plot is one rendered PNG.
+type Plot struct {
+	Name    string // file name
+	Title   string
+	Caption string
+	PNG     []byte
+}
+
+var (
+	blue      = color.RGBA{R: 31, G: 119, B: 180, A: 255}
+	lightBlue = color.RGBA{R: 158, G: 202, B: 225, A: 255}
+	orange    = color.RGBA{R: 255, G: 127, B: 14, A: 255}
+	grey      = color.RGBA{R: 120, G: 120, B: 120, A: 255}
+	palette   = []color.Color{blue, orange, color.RGBA{G: 160, B: 60, A: 255}, color.RGBA{R: 214, G: 39, B: 40, A: 255},
+		color.RGBA{R: 148, G: 103, B: 189, A: 255}, color.RGBA{R: 140, G: 86, B: 75, A: 255},
+		color.RGBA{R: 227, G: 119, B: 194, A: 255}, grey}
+)
+
+// ok returns the scenarios that ran, in run order.
+func (r *Run) ok() []*analysis.Result {
+	var out []*analysis.Result
+	for _, n := range r.Order {
+		if s := r.Scenarios[n]; s != nil && s.Status == "ok" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Plots draws every plot the run has data for.
+func Plots(r *Run) ([]Plot, error) {
+	var out []Plot
+	for _, f := range []func(*Run) (*Plot, error){cvPlot, perPodPlot, goawayPlot, p99Plot, workerCVPlot, pausePlot,
+		leadPlot, filterPlot} {
+		p, err := f(r)
+		if err != nil {
+			return nil, err
+		}
+		if p != nil {
+			out = append(out, *p)
+		}
+	}
+	for _, n := range []string{"04-mrpc", "04-fortio", "10-rotation"} {
+		p, err := rotationPlot(r, n)
+		if err != nil {
+			return nil, err
+		}
+		if p != nil {
+			out = append(out, *p)
+		}
+	}
+	return out, nil
+}
+
+func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
+	c := vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(120), vgimg.UseBackgroundColor(color.White))}
+	p.Draw(draw.New(c))
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Legend.Top = true
+	return p
+}
+
+// hbars draws one horizontal bar per scenario.
+func hbars(title, xlabel string, rs []*analysis.Result, value func(*analysis.Result) float64, colorOf func(*analysis.Result) color.Color) (*plot.Plot, error) {
+	p := newPlot(title, xlabel, "")
+	names := make([]string, len(rs))
+	for i, s := range rs {
+		names[len(rs)-1-i] = s.Name
+		v := plotter.Values{}
+		for j := range rs {
+			if j == len(rs)-1-i {
+				v = append(v, value(s))
+			} else {
+				v = append(v, 0)
+			}
+		}
+		bc, err := plotter.NewBarChart(v, vg.Points(9))
+		if err != nil {
+			return nil, err
+		}
+		bc.Horizontal = true
+		bc.LineStyle.Width = 0
+		bc.Color = colorOf(s)
+		p.Add(bc)
+	}
+	p.NominalY(names...)
+	return p, nil
+}
+
+func clientColor(s *analysis.Result) color.Color {
+	if s.Client == "fortio" {
+		return lightBlue
+	}
+	if s.Client == "grpc" {
+		return orange
+	}
+	return blue
+}
+
+func cvPlot(r *Run) (*Plot, error) {
+	rs := r.ok()
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	p, err := hbars("CV of connections across pods, against chance", "CV of downstream_cx_http2_total (bars); chance band for the same k (lines)", rs,
+		func(s *analysis.Result) float64 { return s.CV }, clientColor)
+	if err != nil {
+		return nil, err
+	}
+	var pts plotter.XYs
+	var errs plotter.XErrors
+	for i, s := range rs {
+		if s.Chance == nil {
+			continue
+		}
+		pts = append(pts, plotter.XY{X: s.Chance.Median, Y: float64(len(rs) - 1 - i)})
+		errs = append(errs, struct{ Low, High float64 }{s.Chance.Median - s.Chance.Lo, s.Chance.Hi - s.Chance.Median})
+	}
+	if len(pts) > 0 {
+		eb, err := plotter.NewXErrorBars(struct {
+			plotter.XYer
+			plotter.XErrorer
+		}{pts, errs})
+		if err != nil {
+			return nil, err
+		}
+		eb.LineStyle.Color, eb.LineStyle.Width = grey, vg.Points(1.5)
+		p.Add(eb)
+	}
+	// The lab's threshold for "rotation spread the load" (H-C): CV at or under 0.5.
+	ref, err := plotter.NewLine(plotter.XYs{{X: 0.5, Y: -0.5}, {X: 0.5, Y: float64(len(rs)) - 0.5}})
+	if err != nil {
+		return nil, err
+	}
+	ref.LineStyle.Color, ref.LineStyle.Dashes = grey, []vg.Length{vg.Points(4), vg.Points(3)}
+	p.Add(ref)
+	p.X.Min = 0
+	png, err := render(p, 8*vg.Inch, vg.Length(1.2+0.32*float64(len(rs)))*vg.Inch)
+	return &Plot{Name: "cv_across_scenarios.png", Title: "CV across scenarios",
+		Caption: "Bars: each scenario's CV of new connections across pods (dark: h2dial, light: fortio, orange: gRPC). Grey lines: where chance alone puts the CV for that many connections; a bar beyond its line is more concentrated than random placement explains. Dashed: CV 0.5, the lab's mark for a well spread pool.",
+		PNG:     png}, err
+}
+
+func perPodPlot(r *Run) (*Plot, error) {
+	var rs []*analysis.Result
+	for _, n := range []string{"02-trigger", "03-mcs-cap", "04-mrpc", "02-fortio", "03-fortio", "04-fortio"} {
+		if s := r.Scenarios[n]; s != nil && s.Status == "ok" {
+			rs = append(rs, s)
+		}
+	}
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	p := newPlot("Connections per pod (busiest pod first)", "", "connections opened in the window")
+	w := vg.Points(9)
+	for i, s := range rs {
+		counts := make([]float64, 0, len(s.Connections))
+		for _, v := range s.Connections {
+			counts = append(counts, v)
+		}
+		sort.Sort(sort.Reverse(sort.Float64Slice(counts)))
+		bc, err := plotter.NewBarChart(plotter.Values(counts), w)
+		if err != nil {
+			return nil, err
+		}
+		bc.Color, bc.LineStyle.Width = palette[i%len(palette)], 0
+		bc.Offset = w * vg.Length(float64(i)-float64(len(rs)-1)/2)
+		p.Add(bc)
+		p.Legend.Add(s.Name, bc)
+	}
+	labels := make([]string, r.Pods)
+	for i := range labels {
+		labels[i] = fmt.Sprintf("pod #%d", i+1)
+	}
+	p.NominalX(labels...)
+	png, err := render(p, 8*vg.Inch, 4*vg.Inch)
+	return &Plot{Name: "per_pod_connections.png", Title: "Connections per pod",
+		Caption: "Where the connections landed. Without rotation a dialing client's one connection, or fortio's two, sit on one or two pods; a stream cap makes only the dialing client open more; count rotation spreads both.",
+		PNG:     png}, err
+}
+
+func groupedBars(title, ylabel string, rs []*analysis.Result, series []string, values []func(*analysis.Result) float64) (*plot.Plot, error) {
+	p := newPlot(title, "", ylabel)
+	w := vg.Points(10)
+	for i := range series {
+		v := make(plotter.Values, len(rs))
+		for j, s := range rs {
+			v[j] = values[i](s)
+		}
+		bc, err := plotter.NewBarChart(v, w)
+		if err != nil {
+			return nil, err
+		}
+		bc.Color, bc.LineStyle.Width = palette[i%len(palette)], 0
+		bc.Offset = w * vg.Length(float64(i)-float64(len(series)-1)/2)
+		p.Add(bc)
+		p.Legend.Add(series[i], bc)
+	}
+	names := make([]string, len(rs))
+	for i, s := range rs {
+		names[i] = s.Name
+	}
+	p.NominalX(names...)
+	p.X.Tick.Label.Rotation = math.Pi / 5
+	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
+	return p, nil
+}
+
+func goawayPlot(r *Run) (*Plot, error) {
+	var rs []*analysis.Result
+	for _, s := range r.ok() {
+		if s.GoAways > 0 || s.MaxRequestsReached > 0 || s.MaxDurationReached > 0 {
+			rs = append(rs, s)
+		}
+	}
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	// Drains and Envoy's request counter differ by orders of magnitude: one panel each.
+	top, err := groupedBars("GOAWAY rotations: connections drained", "in the window", rs,
+		[]string{"connections drained", "max_duration_reached"},
+		[]func(*analysis.Result) float64{
+			func(s *analysis.Result) float64 { return s.GoAways },
+			func(s *analysis.Result) float64 { return s.MaxDurationReached },
+		})
+	if err != nil {
+		return nil, err
+	}
+	bottom, err := groupedBars("downstream_cx_max_requests_reached: requests at or over the limit", "in the window", rs,
+		[]string{"max_requests_reached"},
+		[]func(*analysis.Result) float64{func(s *analysis.Result) float64 { return s.MaxRequestsReached }})
+	if err != nil {
+		return nil, err
+	}
+	png, err := stack(8*vg.Inch, []*plot.Plot{top, bottom}, []vg.Length{3 * vg.Inch, 3 * vg.Inch})
+	return &Plot{Name: "goaway_rate.png", Title: "GOAWAY rotations",
+		Caption: "Connections the gateway drained (top) and Envoy's max_requests_reached (bottom), which counts every request that arrived at or over the limit: with many streams in flight it runs far ahead of the drains.",
+		PNG:     png}, err
+}
+
+// p99Plot draws dialing clients (h2dial, gRPC) and fortio on separate scales: fortio's
+// latencies are a hundred times smaller, since it only times requests once it sends them.
+func p99Plot(r *Run) (*Plot, error) {
+	var dial, fortio []*analysis.Result
+	for _, s := range r.ok() {
+		if s.Client == "fortio" {
+			fortio = append(fortio, s)
+		} else {
+			dial = append(dial, s)
+		}
+	}
+	var panels []*plot.Plot
+	var heights []vg.Length
+	for _, g := range []struct {
+		title string
+		rs    []*analysis.Result
+	}{{"Client p99: h2dial and gRPC", dial}, {"Client p99: fortio", fortio}} {
+		if len(g.rs) == 0 {
+			continue
+		}
+		p, err := hbars(g.title, "p99 (ms)", g.rs, func(s *analysis.Result) float64 { return s.P99Ms }, clientColor)
+		if err != nil {
+			return nil, err
+		}
+		panels = append(panels, p)
+		heights = append(heights, vg.Length(1.2+0.32*float64(len(g.rs)))*vg.Inch)
+	}
+	if len(panels) == 0 {
+		return nil, nil
+	}
+	png, err := stack(8*vg.Inch, panels, heights)
+	return &Plot{Name: "p99_comparison.png", Title: "p99 across scenarios",
+		Caption: "The client's p99, dialing clients above and fortio below, each on its own scale. Where one worker serves every stream, requests queue behind each other on it. fortio's figures are smaller because it times a request from when it sends it, not from when it was due.", PNG: png}, err
+}
+
+func workerCVPlot(r *Run) (*Plot, error) {
+	rs := r.ok()
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	p, err := groupedBars("CV across the workers of each pod", "worker CV", rs, []string{"mean over pods", "max over pods"},
+		[]func(*analysis.Result) float64{
+			func(s *analysis.Result) float64 { return s.WorkerCVMean },
+			func(s *analysis.Result) float64 { return s.WorkerCVMax },
+		})
+	if err != nil {
+		return nil, err
+	}
+	png, err := render(p, 8*vg.Inch, 4.5*vg.Inch)
+	caption := "Within-pod balance (H-E). With one worker per pod it is 0 by construction."
+	if r.Concurrency > 1 {
+		caption = "Within-pod balance (H-E): exact_balance should pull 13-conn-balance below its control."
+	}
+	return &Plot{Name: "worker_cv.png", Title: "Worker CV", Caption: caption, PNG: png}, err
+}
+
+func pausePlot(r *Run) (*Plot, error) {
+	rs := r.ok()
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	p, err := hbars("Upstream flow-control pauses", "upstream_flow_control_paused_reading_total in the window", rs,
+		func(s *analysis.Result) float64 { return s.FlowControlPaused }, clientColor)
+	if err != nil {
+		return nil, err
+	}
+	png, err := render(p, 8*vg.Inch, vg.Length(1.2+0.32*float64(len(rs)))*vg.Inch)
+	return &Plot{Name: "flow_control_pauses.png", Title: "Flow-control pauses",
+		Caption: "How often the gateway stopped reading an upstream because a downstream buffer was over its watermark (H-D, scenario 08).", PNG: png}, err
+}
+
+// lines draws one line per named series against time.
+func lines(title, ylabel string, xs []float64, ys map[string][]float64) (*plot.Plot, error) {
+	p := newPlot(title, "seconds into the window", ylabel)
+	names := make([]string, 0, len(ys))
+	for n := range ys {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for i, n := range names {
+		pts := make(plotter.XYs, 0, len(xs))
+		for j, x := range xs {
+			if j < len(ys[n]) {
+				pts = append(pts, plotter.XY{X: x, Y: ys[n][j]})
+			}
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, err
+		}
+		l.Color, l.Width = palette[i%len(palette)], vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(n, l)
+	}
+	p.Y.Min = 0
+	return p, nil
+}
+
+func leadPlot(r *Run) (*Plot, error) {
+	s := r.Series["02-trigger"]
+	if s == nil || len(s.Elapsed) < 2 {
+		return nil, nil
+	}
+	top, err := lines("02-trigger: CV of active connections over time", "CV", s.Elapsed, map[string][]float64{"CV of cx_active": s.Column("cv_cx_active")})
+	if err != nil {
+		return nil, err
+	}
+	bottom, err := lines("02-trigger: gateway p99 over time", "ms", s.Elapsed, map[string][]float64{"p99 (last second)": s.Column("p99_ms")})
+	if err != nil {
+		return nil, err
+	}
+	top.Legend.Top, bottom.Legend.Top = false, false // the lines run along the top
+	png, err := stack(8*vg.Inch, []*plot.Plot{top, bottom}, []vg.Length{3 * vg.Inch, 3 * vg.Inch})
+	return &Plot{Name: "he_timeseries.png", Title: "CV and p99 over 02-trigger",
+		Caption: "Through the whole window the CV of active connections sits at sqrt(n-1), one pod holding everything, while the gateway p99 holds at the hot worker's queueing delay. The CV says where the problem is from the moment the connection lands; p99 only says that there is one.", PNG: png}, err
+}
+
+// stack draws plots one above the other, each with its own height.
+func stack(w vg.Length, ps []*plot.Plot, heights []vg.Length) ([]byte, error) {
+	var total vg.Length
+	for _, h := range heights {
+		total += h
+	}
+	img := vgimg.NewWith(vgimg.UseWH(w, total), vgimg.UseDPI(120), vgimg.UseBackgroundColor(color.White))
+	dc := draw.New(img)
+	var used vg.Length // from the top
+	for i, p := range ps {
+		p.Draw(draw.Crop(dc, 0, 0, total-used-heights[i], -used))
+		used += heights[i]
+	}
+	var b bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func filterPlot(r *Run) (*Plot, error) {
+	a, b := r.Scenarios["02-trigger"], r.Scenarios["11-realistic-filters"]
+	if a == nil || b == nil || a.Status != "ok" || b.Status != "ok" {
+		return nil, nil
+	}
+	p, err := groupedBars("Filter-chain overhead", "ms or rps/100", []*analysis.Result{a, b}, []string{"p99 (ms)", "throughput (rps/100)"},
+		[]func(*analysis.Result) float64{
+			func(s *analysis.Result) float64 { return s.P99Ms },
+			func(s *analysis.Result) float64 { return s.RPS / 100 },
+		})
+	if err != nil {
+		return nil, err
+	}
+	png, err := render(p, 6*vg.Inch, 4*vg.Inch)
+	return &Plot{Name: "filter_chain_overhead.png", Title: "Filter-chain overhead",
+		Caption: "02-trigger against 11-realistic-filters on the same hot worker: the JWT check and the filtered access log take a small share of its time.", PNG: png}, err
+}
+
+func rotationPlot(r *Run, name string) (*Plot, error) {
+	s := r.Series[name]
+	if s == nil || len(s.Elapsed) < 2 {
+		return nil, nil
+	}
+	ys := map[string][]float64{}
+	for i, pod := range s.Pods {
+		ys[fmt.Sprintf("pod #%d", i+1)] = s.Column("rps:" + pod)
+	}
+	p, err := lines(name+": requests per second on each pod", "rps", s.Elapsed, ys)
+	if err != nil {
+		return nil, err
+	}
+	png, err := render(p, 8*vg.Inch, 4*vg.Inch)
+	return &Plot{Name: "timeseries_" + name + ".png", Title: name + " over time",
+		Caption: "Each rotation moves the work: a connection drains and its successor lands on a pod picked afresh.", PNG: png}, err
+}
