@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build run test test-short test-prometheus test-browser test-pulumi test-apiserver vet fmt tools kube-tools clean
+.PHONY: all build bench run test test-short fuzz test-prometheus test-browser test-pulumi test-apiserver vet fmt tools kube-tools clean
 
 all: build
 
@@ -16,8 +16,21 @@ run: build ## the whole suite on the local emulated pool (about 3 minutes)
 test: vet ## unit tests plus the end-to-end local suite (what CI runs)
 	$(GO) test -count=1 -timeout 15m ./...
 
+bench: build ## side-by-side benchmarks: clients vs fortio and h2load, harness capacity, suite and flip time, Go micro-benchmarks
+	bash hack/apt-need.sh h2load:nghttp2-client
+	$(GO) build -o bin/bench ./bench/cmd/bench
+	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" ./bin/bench
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./runner/stats ./runner/analysis ./runner/emulator ./h2dial \
+		| tee bench/results/micro-$$(date -u +%Y%m%dT%H%M%SZ).txt
+
 test-short: ## unit tests only
 	$(GO) test -count=1 -short ./...
+
+# -fuzzminimizetime: minimizing each new input may take 60 s by default, which would eat a brief run.
+FUZZTIME ?= 15s
+fuzz: ## fuzz the catalog loader and the Envoy stats parser for FUZZTIME each (CI runs it briefly)
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./stacks
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSnapshot$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./runner/stats
 
 test-prometheus: ## every dashboard query through a real Prometheus scraping the local pool (apt-get install prometheus)
 	$(GO) test -count=1 -v -run 'TestDashboardAgainstRealPrometheus|TestPromQL' ./dashboard/

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,17 +102,19 @@ func TestDashboardAgainstRealPrometheus(t *testing.T) {
 		return err == nil && len(c) == 1 && c[0] > 0
 	})
 
-	for _, q := range dashboard.Queries() {
-		expr := dashboard.Expand(q.Expr, vars)
-		v, err := instant(api, expr)
-		if err != nil {
-			t.Errorf("panel %q: %v\n%s", q.Panel, err, expr)
-			continue
+	// Each target is scraped on its own schedule, so a rate() may need another scrape or two
+	// before it has two samples; ask again until every query answers or a minute has passed.
+	var missing []string
+	waitFor(t, 60*time.Second, "series for every panel", func() bool {
+		missing = missing[:0]
+		for _, q := range dashboard.Queries() {
+			expr := dashboard.Expand(q.Expr, vars)
+			if v, err := instant(api, expr); err != nil || len(v) == 0 {
+				missing = append(missing, fmt.Sprintf("panel %q: %d series, %v\n%s", q.Panel, len(v), err, expr))
+			}
 		}
-		if len(v) == 0 {
-			t.Errorf("panel %q returned no series\n%s", q.Panel, expr)
-		}
-	}
+		return len(missing) == 0
+	}, func() { t.Errorf("after a minute:\n%s", strings.Join(missing, "\n")) })
 	c, err := instant(api, cv)
 	if err != nil || len(c) != 1 || math.Abs(c[0]-math.Sqrt(pods-1)) > 1e-6 {
 		t.Errorf("CV panel = %v (%v), want sqrt(%d) = %.4f for one connection", c, err, pods-1, math.Sqrt(pods-1))
@@ -144,11 +147,15 @@ func freeLoopbackAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
+// waitFor polls ok until it holds; past the limit it runs onFail (if any) and stops the test.
+func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool, onFail ...func()) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !ok() {
 		if time.Now().After(deadline) {
+			for _, f := range onFail {
+				f()
+			}
 			t.Fatalf("no %s within %s", what, limit)
 		}
 		time.Sleep(250 * time.Millisecond)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http/httptrace"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,13 @@ import (
 // trackedConn is a client connection with its own request counter. The transport hands it
 // back to httptrace's GotConn on every request, which is how requests are counted per
 // connection without touching the transport's internals.
+//
+// It also combines writes. The transport flushes every request's HEADERS frame with a write(2)
+// of its own. Here a write only appends to a pending buffer and wakes the connection's writer
+// goroutine, which first yields to every goroutine already runnable (the other streams'
+// writers, each appending its frames) and then sends all that is pending in one system call.
+// No timer is involved: on an idle connection the frames go out at once, and under load the
+// frames of many requests share one system call, as they do in h2load.
 type trackedConn struct {
 	net.Conn
 	id       int
@@ -22,10 +30,76 @@ type trackedConn struct {
 	requests atomic.Int64
 	closed   atomic.Int64 // offset from run start in ns, 0 while open
 	table    *connTable
+
+	wmu       sync.Mutex
+	wcond     sync.Cond // signalled when the writer has taken the pending bytes
+	pending   []byte
+	scheduled bool // the writer has been woken and has not yet taken pending
+	werr      error
+	wake      chan struct{}
+	done      chan struct{}
+}
+
+// maxPending bounds what may wait for the writer (besides the batch it is writing); past it,
+// a write blocks.
+const maxPending = 256 << 10
+
+func newTrackedConn(c net.Conn, t *connTable) *trackedConn {
+	tc := &trackedConn{Conn: c, table: t, opened: time.Since(t.start), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	tc.wcond.L = &tc.wmu
+	go tc.writer()
+	return tc
+}
+
+func (c *trackedConn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	for len(c.pending)+len(p) > maxPending && len(c.pending) > 0 && c.werr == nil {
+		c.wcond.Wait()
+	}
+	if c.werr != nil {
+		return 0, c.werr
+	}
+	c.pending = append(c.pending, p...)
+	if !c.scheduled {
+		c.scheduled = true
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	return len(p), nil
+}
+
+func (c *trackedConn) writer() {
+	var spare []byte
+	for {
+		select {
+		case <-c.wake:
+		case <-c.done:
+			return
+		}
+		runtime.Gosched() // let the streams already runnable add their frames first
+		c.wmu.Lock()
+		buf := c.pending
+		c.pending, c.scheduled = spare[:0], false
+		c.wcond.Broadcast()
+		c.wmu.Unlock()
+		if _, err := c.Conn.Write(buf); err != nil {
+			c.wmu.Lock()
+			c.werr = err
+			c.wcond.Broadcast()
+			c.wmu.Unlock()
+			return
+		}
+		spare = buf[:0]
+	}
 }
 
 func (c *trackedConn) Close() error {
-	c.closed.CompareAndSwap(0, int64(time.Since(c.table.start)))
+	if c.closed.CompareAndSwap(0, int64(time.Since(c.table.start))) {
+		close(c.done)
+	}
 	return c.Conn.Close()
 }
 
@@ -69,7 +143,7 @@ func (t *connTable) dialTLS(ctx context.Context, network, addr string, cfg *tls.
 		}
 		c = tc
 	}
-	tc := &trackedConn{Conn: c, table: t, opened: time.Since(t.start)}
+	tc := newTrackedConn(c, t)
 	t.mu.Lock()
 	tc.id = len(t.conns) + 1
 	t.conns = append(t.conns, tc)

@@ -3,13 +3,14 @@ package h2dial
 import (
 	"math"
 	"math/bits"
+	"sync"
 	"time"
 )
 
 // Histogram records latencies in microseconds in log-linear buckets, as HdrHistogram does:
 // every power of two is split into 64 equal sub-buckets, so any recorded value is known to
 // within 1/64 (1.6%) of itself, from 1 µs to over an hour, in a fixed 17 KiB. It is not safe
-// for concurrent use: each worker records into its own and the run merges them.
+// for concurrent use: workers record through a lockedHist, and the run merges those.
 type Histogram struct {
 	counts [histBuckets]uint64
 	n      uint64
@@ -45,6 +46,22 @@ func bucketHigh(b int) uint64 {
 	e := (b-histLinear)/histSub + 1
 	m := uint64((b-histLinear)%histSub + histSub)
 	return (m+1)<<uint(e) - 1
+}
+
+// histShards is how many histograms the workers of a run share: enough that workers on
+// different cores rarely meet on one lock, few enough to stay in cache.
+const histShards = 8
+
+// lockedHist is a Histogram shared by several workers.
+type lockedHist struct {
+	mu sync.Mutex
+	h  Histogram
+}
+
+func (l *lockedHist) record(d time.Duration) {
+	l.mu.Lock()
+	l.h.Record(d)
+	l.mu.Unlock()
 }
 
 // Record adds one latency.

@@ -49,8 +49,15 @@ func (r *Result) fill(workers []*worker, elapsed time.Duration) {
 	var h Histogram
 	r.StatusCodes = map[string]int64{}
 	kinds := map[string]int64{}
+	merged := map[*lockedHist]bool{}
 	for _, w := range workers {
-		h.Merge(&w.hist)
+		if w.hist != nil && !merged[w.hist] {
+			merged[w.hist] = true
+			h.Merge(&w.hist.h)
+		}
+		if w.ok200 > 0 {
+			r.StatusCodes["200"] += w.ok200
+		}
 		r.Requests += w.requests
 		r.Errors += w.errors
 		r.Cancelled += w.cancelled

@@ -32,7 +32,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	// a cluster created by hand is adopted instead of failing.
 	create := fmt.Sprintf("k3d cluster list %[1]s >/dev/null 2>&1 || k3d cluster create %[1]s "+
 		"--image %[2]s --servers 1 --agents 2 --api-port 127.0.0.1:6550 "+
-		"-p '%[3]d:80@loadbalancer' --k3s-arg '--disable=traefik@server:*' "+
+		"-p '127.0.0.1:%[3]d:80@loadbalancer' --k3s-arg '--disable=traefik@server:*' "+
 		"--kubeconfig-update-default=false --kubeconfig-switch-context=false --wait --timeout 300s",
 		args.Name, args.Image, args.HostPort)
 	cluster, err := local.NewCommand(ctx, "k3d-cluster", &local.CommandArgs{

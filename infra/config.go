@@ -9,7 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -104,6 +107,76 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("stack config igwlab:%s = %q: allowed %s", e.Key, e.Value, e.Allowed)
 }
 
+// intRange is the allowed values of a whole-number key.
+type intRange struct {
+	lo, hi int
+	unit   string
+}
+
+func (r intRange) text() string {
+	return strings.TrimSpace(fmt.Sprintf("%d..%d %s", r.lo, r.hi, r.unit))
+}
+
+// intRanges are the whole-number keys: LoadConfig quotes the range for a value that is not a
+// number at all, Validate checks it.
+var intRanges = map[string]intRange{
+	"hostPort":         {1, 65535, ""},
+	"gatewayReplicas":  {1, 50, "gateway pods"},
+	"proxyConcurrency": {1, 64, "Envoy workers per gateway pod"},
+	"waypointReplicas": {1, 20, "waypoint pods"},
+}
+
+// configKeys are the keys the lab reads under igwlab:. jwtKey is the runner's: scenario 11's
+// signing key, kept in the stack between runs.
+var configKeys = []string{"buildImages", "cluster", "clusterName", "fortioImage", "gatewayApiVersion",
+	"gatewayReplicas", "ghzImage", "grafanaPassword", "grpcbinImage", "hostPort", "httpbinImage",
+	"installUpstream", "istioVersion", "jwks", "jwtKey", "k3sImage", "knobs", "kubeContext",
+	"kubePrometheusStackVersion", "kubeconfig", "monitoring", "proxyConcurrency", "renderAllScenarios",
+	"renderDir", "scenario", "skipAwait", "waypointReplicas"}
+
+// checkKeys rejects an igwlab: key the lab does not read: a misspelt key would otherwise be
+// ignored and the default used in silence. The SDK gives a program no list of its config, but
+// the language host hands all of it over in PULUMI_CONFIG (a JSON object of key to value, with
+// the secret keys in PULUMI_CONFIG_SECRET_KEYS), which is what this reads; an inline
+// Automation API program has no such variable and only ever gets the keys the runner sets.
+func checkKeys(all, secretKeys string) []error {
+	if all == "" {
+		return nil
+	}
+	var conf map[string]string
+	if json.Unmarshal([]byte(all), &conf) != nil {
+		return nil // not ours to judge: the SDK reads the same variable and reports on it
+	}
+	var secret []string
+	_ = json.Unmarshal([]byte(secretKeys), &secret)
+	known := map[string]bool{}
+	for _, k := range configKeys {
+		known[k] = true
+	}
+	keys := make([]string, 0, len(conf))
+	for k := range conf {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var errs []error
+	for _, full := range keys {
+		key, ok := strings.CutPrefix(full, "igwlab:")
+		if !ok || known[key] {
+			continue
+		}
+		value := conf[full]
+		if slices.Contains(secret, full) {
+			value = "[secret]"
+		}
+		allowed := "a key the lab reads"
+		if s := stacks.Suggest(key, configKeys); s != "" {
+			allowed += fmt.Sprintf(" (did you mean igwlab:%s?)", s)
+		}
+		errs = append(errs, &ConfigError{key, value, allowed + ": " + strings.Join(configKeys, ", ")})
+	}
+	return errs
+}
+
 // LoadConfig reads and validates the stack's configuration.
 func LoadConfig(ctx *pulumi.Context) (Config, error) {
 	c := config.New(ctx, "igwlab")
@@ -119,9 +192,9 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 		if raw == "" {
 			return
 		}
-		var n int
-		if _, err := fmt.Sscanf(raw, "%d", &n); err != nil || fmt.Sprint(n) != strings.TrimSpace(raw) {
-			errs = append(errs, &ConfigError{key, raw, "a whole number"})
+		n, err := strconv.Atoi(strings.TrimSpace(raw))
+		if err != nil {
+			errs = append(errs, &ConfigError{key, raw, "a whole number, " + intRanges[key].text()})
 			return
 		}
 		*dst = n
@@ -172,6 +245,7 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 		cfg.GrafanaPassword = c.RequireSecret("grafanaPassword")
 		cfg.grafanaPasswordSet = true
 	}
+	errs = append(errs, checkKeys(os.Getenv(pulumi.EnvConfig), os.Getenv(pulumi.EnvConfigSecretKeys))...)
 	if len(errs) > 0 {
 		return cfg, errors.Join(errs...)
 	}
@@ -179,32 +253,71 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 }
 
 // ParseKnobs reads igwlab:knobs: a JSON object of knob path to value, each checked against
-// Envoy's range as the catalog is.
+// Envoy's range as the catalog is. Numbers keep their text (1e400 is out of range, not a JSON
+// error), a knob given twice is an error rather than last-one-wins, and {} sets a presence knob.
 func ParseKnobs(raw string) (stacks.Knobs, error) {
 	var k stacks.Knobs
-	var m map[string]any
-	if err := json.Unmarshal([]byte(raw), &m); err != nil {
-		return k, &ConfigError{"knobs", raw, `a JSON object such as {"hcm.http2_protocol_options.max_concurrent_streams": "100"}`}
+	notObject := &ConfigError{"knobs", raw, `a JSON object of knob path to value, such as {"hcm.http2_protocol_options.max_concurrent_streams": "100"}`}
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return k, notObject
 	}
+	values := map[string]any{}
 	var errs []error
-	paths := make([]string, 0, len(m))
-	for p := range m {
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return k, notObject
+		}
+		p, _ := tok.(string)
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return k, notObject
+		}
+		if _, dup := values[p]; dup {
+			errs = append(errs, &ConfigError{"knobs", p, "each knob once (it is given twice)"})
+			continue
+		}
+		values[p] = v
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return k, notObject
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return k, notObject // something after the object
+	}
+	paths := make([]string, 0, len(values))
+	for p := range values {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
 		spec, ok := stacks.Lookup(p)
 		if !ok {
-			names := make([]string, len(stacks.Registry))
-			for i, s := range stacks.Registry {
-				names[i] = s.Path
+			allowed := "a knob"
+			if s := stacks.Suggest(p, stacks.KnobPaths()); s != "" {
+				allowed += fmt.Sprintf(" (did you mean %s?)", s)
 			}
-			errs = append(errs, &ConfigError{"knobs", p, "one of " + strings.Join(names, ", ")})
+			errs = append(errs, &ConfigError{"knobs", p, allowed + ": one of " + strings.Join(stacks.KnobPaths(), ", ")})
 			continue
 		}
-		text := fmt.Sprint(m[p])
-		if f, ok := m[p].(float64); ok {
-			text = strconv.FormatFloat(f, 'f', -1, 64)
+		var text string
+		switch v := values[p].(type) {
+		case string:
+			text = v
+		case json.Number:
+			text = v.String()
+		case bool:
+			text = strconv.FormatBool(v)
+		case map[string]any:
+			text = "{...}"
+			if len(v) == 0 {
+				text = "{}"
+			}
+		default: // null, a list
+			b, _ := json.Marshal(v)
+			text = string(b)
 		}
 		if err := spec.Set(&k, text); err != nil {
 			errs = append(errs, &ConfigError{"knobs", p + "=" + text, spec.Range() + " " + spec.Unit})
@@ -238,23 +351,19 @@ func (c Config) Validate() error {
 	default:
 		bad("cluster", c.Cluster, "k3d or existing")
 	}
-	if c.HostPort < 1 || c.HostPort > 65535 {
-		bad("hostPort", fmt.Sprint(c.HostPort), "1..65535")
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"hostPort", c.HostPort}, {"gatewayReplicas", c.GatewayReplicas}, {"proxyConcurrency", c.ProxyConcurrency}, {"waypointReplicas", c.WaypointReplicas}} {
+		if r := intRanges[f.key]; f.v < r.lo || f.v > r.hi {
+			bad(f.key, fmt.Sprint(f.v), r.text())
+		}
 	}
 	if !versionPattern.MatchString(c.IstioVersion) || !strings.HasPrefix(c.IstioVersion, "1.") {
 		bad("istioVersion", c.IstioVersion, "an Istio release such as 1.27.9")
 	}
 	if !regexp.MustCompile(`^v\d+\.\d+\.\d+$`).MatchString(c.GatewayAPIVersion) {
 		bad("gatewayApiVersion", c.GatewayAPIVersion, "a Gateway API release such as v1.3.0")
-	}
-	if c.GatewayReplicas < 1 || c.GatewayReplicas > 50 {
-		bad("gatewayReplicas", fmt.Sprint(c.GatewayReplicas), "1..50")
-	}
-	if c.ProxyConcurrency < 1 || c.ProxyConcurrency > 64 {
-		bad("proxyConcurrency", fmt.Sprint(c.ProxyConcurrency), "1..64 Envoy workers per gateway pod")
-	}
-	if c.WaypointReplicas < 1 || c.WaypointReplicas > 20 {
-		bad("waypointReplicas", fmt.Sprint(c.WaypointReplicas), "1..20")
 	}
 	if !versionPattern.MatchString(c.KubePrometheusStackVersion) {
 		bad("kubePrometheusStackVersion", c.KubePrometheusStackVersion, "a chart version such as 84.5.0")

@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"embed"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -40,7 +41,8 @@ func LoadDir(dir string) (*Catalog, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("--catalog %s: not a directory of scenario files", dir)
 	}
-	cat, err := Load(os.DirFS(dir), ".")
+	// A user's scenario may name a built-in control; Merge checks it once both are together.
+	cat, err := load(os.DirFS(dir), ".", true)
 	if err != nil {
 		return nil, err
 	}
@@ -62,10 +64,8 @@ func (c *Catalog) Merge(extra *Catalog) (*Catalog, error) {
 		}
 		out.add(s)
 	}
-	for _, s := range out.list {
-		if s.Control != "" && out.byName[s.Control] == nil {
-			return nil, &FieldError{File: s.File, Field: "control", Msg: fmt.Sprintf("%q is not in the catalog", s.Control)}
-		}
+	if errs := out.checkControls(false); len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	out.sort()
 	return out, nil
@@ -160,7 +160,7 @@ func (c *Catalog) Select(only, skip []string) ([]*Scenario, error) {
 		out = append(out, s)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no scenario selected (catalog: %s)", strings.Join(c.Names(), ", "))
+		return nil, fmt.Errorf("--only/--skip select no scenario (catalog: %s)", strings.Join(c.Names(), ", "))
 	}
 	return out, nil
 }

@@ -134,6 +134,15 @@ func Lookup(path string) (KnobSpec, bool) {
 	return KnobSpec{}, false
 }
 
+// KnobPaths lists every registered knob path, in registry order.
+func KnobPaths() []string {
+	out := make([]string, len(Registry))
+	for i, s := range Registry {
+		out[i] = s.Path
+	}
+	return out
+}
+
 // Range describes the allowed values of the knob.
 func (s KnobSpec) Range() string {
 	switch s.Type {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"reflect"
@@ -27,16 +28,25 @@ func ParseFile(file string, data []byte) (*Scenario, error) {
 		return nil, &FieldError{File: file, Msg: fmt.Sprintf("file is %d bytes; a scenario file is at most %d", len(data), maxFileSize)}
 	}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	docs := yaml.NewDecoder(bytes.NewReader(data))
+	if err := docs.Decode(&doc); err != nil && err != io.EOF {
 		return nil, &FieldError{File: file, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
 	if len(doc.Content) == 0 {
-		return nil, &FieldError{File: file, Msg: "file holds no YAML document"}
+		return nil, &FieldError{File: file, Msg: "file holds no YAML document (only comments or blank lines): a scenario needs at least name, client and load"}
+	}
+	// A second document would be silently ignored by the decoder: refuse it, so that what
+	// runs is all that is written.
+	var second yaml.Node
+	if err := docs.Decode(&second); err == nil {
+		return nil, &FieldError{File: file, Line: second.Line, Msg: "a scenario file holds one YAML document; a second one (---) starts here: put each scenario in its own file"}
+	} else if err != io.EOF {
+		return nil, &FieldError{File: file, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
 	var errs []error
 	checkShape(file, doc.Content[0], reflect.TypeOf(Scenario{}), "", &errs)
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, joinCapped(errs)
 	}
 	var s Scenario
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -46,9 +56,21 @@ func ParseFile(file string, data []byte) (*Scenario, error) {
 	}
 	s.File = file
 	if errs := validate(&s, &doc); len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, joinCapped(errs)
 	}
 	return &s, nil
+}
+
+// maxErrors bounds the problems reported for one file: a generated file with a hundred
+// thousand bad list items gets a readable error, not megabytes of it.
+const maxErrors = 50
+
+func joinCapped(errs []error) error {
+	if len(errs) > maxErrors {
+		more := len(errs) - maxErrors
+		errs = append(errs[:maxErrors:maxErrors], fmt.Errorf("... and %d more problems", more))
+	}
+	return errors.Join(errs...)
 }
 
 var (
@@ -60,6 +82,61 @@ var (
 	responseFlags = []string{"DC", "DF", "DI", "DO", "DPE", "FI", "IH", "LH", "LR", "NC", "NFCF", "NR", "OM",
 		"RFCF", "RL", "RLSE", "SI", "UAEX", "UC", "UF", "UH", "UMSDR", "UO", "UPE", "UR", "URX", "UT"}
 )
+
+// The allowed values of the scenario's plain fields (knobs carry theirs in the Registry). The
+// shape check quotes them for a value that is not a number or a duration at all, validate for
+// one out of range: one table, so the two cannot disagree.
+var (
+	intRanges = map[string][2]int{
+		"order":                    {0, 9999},
+		"client.concurrency":       {1, 20000},
+		"client.connections":       {1, 1000},
+		"client.slow.workers":      {1, 1000},
+		"local.client.concurrency": {1, 20000},
+		"requires.min_concurrency": {0, 256},
+	}
+	durRanges = map[string][2]time.Duration{
+		"load.duration":       {time.Second, 24 * time.Hour},
+		"load.warmup":         {0, time.Hour},
+		"load.settle":         {0, time.Hour},
+		"local.load.duration": {time.Second, 24 * time.Hour},
+		"local.load.warmup":   {0, time.Hour},
+		"local.load.settle":   {0, time.Hour},
+	}
+	rangeNotes = map[string]string{
+		"client.qps":               "; 0 means as fast as possible",
+		"local.client.qps":         "; 0 keeps the lab's",
+		"requires.min_concurrency": "; 0 means no requirement",
+		"local.client.concurrency": "; 0 keeps the lab's",
+		"client.connections":       "; 0 means 1",
+	}
+)
+
+// maxQPS bounds client.qps and local.client.qps.
+const maxQPS = 1e6
+
+// allowedRange returns the allowed values of the field at path as text, or "" when the
+// field has no numeric range.
+func allowedRange(path string) string {
+	var r string
+	if spec, ok := knobAt(path); ok {
+		if spec.Type == Uint32 {
+			return spec.Range() + " " + spec.Unit
+		}
+		return spec.Range()
+	}
+	if v, ok := intRanges[path]; ok {
+		r = fmt.Sprintf("%d..%d", v[0], v[1])
+	} else if v, ok := durRanges[path]; ok {
+		r = fmt.Sprintf("%s..%s", Duration(v[0]), Duration(v[1]))
+	} else if path == "client.qps" || path == "local.client.qps" {
+		r = fmt.Sprintf("0..%d", int(maxQPS))
+	}
+	if r == "" {
+		return ""
+	}
+	return r + rangeNotes[path]
+}
 
 func validate(s *Scenario, doc *yaml.Node) []error {
 	var errs []error
@@ -80,14 +157,22 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 		}
 		bad(field, fmt.Sprintf("%q is not allowed (allowed: %s)", v, strings.Join(shown, ", ")))
 	}
-	intRange := func(field string, v, lo, hi int) {
-		if v < lo || v > hi {
-			bad(field, fmt.Sprintf("%d is out of range (allowed %d..%d)", v, lo, hi))
+	intRange := func(field string, v int) {
+		r := intRanges[field]
+		if v < r[0] || v > r[1] {
+			bad(field, fmt.Sprintf("%d is out of range (allowed %s)", v, allowedRange(field)))
 		}
 	}
-	durRange := func(field string, d Duration, lo, hi time.Duration) {
-		if d.D() < lo || d.D() > hi {
-			bad(field, fmt.Sprintf("%s is out of range (allowed %s..%s)", d, Duration(lo), Duration(hi)))
+	durRange := func(field string, d Duration) {
+		r := durRanges[field]
+		if d.D() < r[0] || d.D() > r[1] {
+			bad(field, fmt.Sprintf("%s is out of range (allowed %s)", d, allowedRange(field)))
+		}
+	}
+	// Written so that NaN, which compares false with everything, is out of range too.
+	qpsRange := func(field string, v float64) {
+		if !(v >= 0 && v <= maxQPS) {
+			bad(field, fmt.Sprintf("%g is out of range (allowed %s)", v, allowedRange(field)))
 		}
 	}
 
@@ -100,12 +185,12 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 	case s.Name != stem:
 		bad("name", fmt.Sprintf("%q must equal the file name without .yaml (%q)", s.Name, stem))
 	}
-	intRange("order", s.Order, 0, 9999)
+	intRange("order", s.Order)
 	oneOf("hypothesis", s.Hypothesis, hypotheses)
 
 	c := s.Client
 	oneOf("client.kind", c.Kind, clientKinds)
-	intRange("client.concurrency", c.Concurrency, 1, 20000)
+	intRange("client.concurrency", c.Concurrency)
 	switch c.Kind {
 	case "h2dial":
 		oneOf("client.mode", c.Mode, h2dialModes)
@@ -113,7 +198,7 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 		if c.Connections == 0 {
 			s.Client.Connections = 1
 		}
-		intRange("client.connections", s.Client.Connections, 1, 1000)
+		intRange("client.connections", s.Client.Connections)
 	}
 	if c.Kind != "h2dial" && c.Mode != "" {
 		bad("client.mode", "only h2dial has a transport mode")
@@ -124,9 +209,7 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 	if c.Kind != "grpc" && !strings.HasPrefix(c.Path, "/") {
 		bad("client.path", fmt.Sprintf("%q must start with /", c.Path))
 	}
-	if c.QPS < 0 || c.QPS > 1e6 {
-		bad("client.qps", fmt.Sprintf("%g is out of range (allowed 0..1000000; 0 means as fast as possible)", c.QPS))
-	}
+	qpsRange("client.qps", c.QPS)
 	if c.Slow != nil {
 		if c.Kind != "h2dial" || c.Mode != "shared" {
 			bad("client.slow", "slow workers need client.kind h2dial with mode shared (they share the fast workers' transport)")
@@ -134,7 +217,7 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 		if !strings.HasPrefix(c.Slow.Path, "/") {
 			bad("client.slow.path", fmt.Sprintf("%q must start with /", c.Slow.Path))
 		}
-		intRange("client.slow.workers", c.Slow.Workers, 1, 1000)
+		intRange("client.slow.workers", c.Slow.Workers)
 	}
 	for k := range c.Headers {
 		if k == "" || strings.ContainsAny(k, " :\r\n") {
@@ -142,19 +225,17 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 		}
 	}
 
-	durRange("load.duration", s.Load.Duration, time.Second, 24*time.Hour)
-	durRange("load.warmup", s.Load.Warmup, 0, time.Hour)
-	durRange("load.settle", s.Load.Settle, 0, time.Hour)
+	durRange("load.duration", s.Load.Duration)
+	durRange("load.warmup", s.Load.Warmup)
+	durRange("load.settle", s.Load.Settle)
 	if s.Local.Load.Duration != 0 {
-		durRange("local.load.duration", s.Local.Load.Duration, time.Second, 24*time.Hour)
+		durRange("local.load.duration", s.Local.Load.Duration)
 	}
-	durRange("local.load.warmup", s.Local.Load.Warmup, 0, time.Hour)
-	durRange("local.load.settle", s.Local.Load.Settle, 0, time.Hour)
-	if s.Local.Client.QPS < 0 || s.Local.Client.QPS > 1e6 {
-		bad("local.client.qps", fmt.Sprintf("%g is out of range (allowed 0..1000000)", s.Local.Client.QPS))
-	}
+	durRange("local.load.warmup", s.Local.Load.Warmup)
+	durRange("local.load.settle", s.Local.Load.Settle)
+	qpsRange("local.client.qps", s.Local.Client.QPS)
 	if s.Local.Client.Concurrency != 0 {
-		intRange("local.client.concurrency", s.Local.Client.Concurrency, 1, 20000)
+		intRange("local.client.concurrency", s.Local.Client.Concurrency)
 	}
 
 	for _, spec := range Registry {
@@ -185,7 +266,7 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 			bad("filters.jwt.issuer", "missing: the issuer the gateway accepts")
 		}
 	}
-	intRange("requires.min_concurrency", max(s.Requires.MinConcurrency, 1), 1, 256)
+	intRange("requires.min_concurrency", s.Requires.MinConcurrency)
 	if s.Control != "" && s.Control == s.Name {
 		bad("control", "a scenario cannot be its own control")
 	}
@@ -194,7 +275,32 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 
 // Load reads every *.yaml file in dir of fsys as a catalog. All files are checked, and every
 // problem of every file is reported together.
-func Load(fsys fs.FS, dir string) (*Catalog, error) {
+func Load(fsys fs.FS, dir string) (*Catalog, error) { return load(fsys, dir, false) }
+
+// checkControls checks each scenario's control: in the catalog (unless external, for a user's
+// folder whose controls may be built-in ones, checked again after the merge) and driving the
+// same client, so the pair differs only in knobs.
+func (c *Catalog) checkControls(external bool) []error {
+	var errs []error
+	for _, s := range c.list {
+		if s.Control == "" {
+			continue
+		}
+		ctl, ok := c.byName[s.Control]
+		if !ok {
+			if !external {
+				errs = append(errs, &FieldError{File: s.File, Field: "control", Msg: fmt.Sprintf("%q is not in the catalog", s.Control)})
+			}
+			continue
+		}
+		if ctl.Client.Kind != s.Client.Kind || ctl.Client.Mode != s.Client.Mode || ctl.Client.Concurrency != s.Client.Concurrency || ctl.Client.Path != s.Client.Path {
+			errs = append(errs, &FieldError{File: s.File, Field: "control", Msg: fmt.Sprintf("%q must drive the same client, mode, concurrency and path", s.Control)})
+		}
+	}
+	return errs
+}
+
+func load(fsys fs.FS, dir string, external bool) (*Catalog, error) {
 	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading catalog %s: %w", dir, err)
@@ -227,19 +333,7 @@ func Load(fsys fs.FS, dir string) (*Catalog, error) {
 	if len(errs) == 0 && len(cat.list) == 0 {
 		errs = append(errs, fmt.Errorf("catalog %s holds no scenario files (*.yaml)", dir))
 	}
-	for _, s := range cat.list {
-		if s.Control == "" {
-			continue
-		}
-		ctl, ok := cat.byName[s.Control]
-		if !ok {
-			errs = append(errs, &FieldError{File: s.File, Field: "control", Msg: fmt.Sprintf("%q is not in the catalog", s.Control)})
-			continue
-		}
-		if ctl.Client.Kind != s.Client.Kind || ctl.Client.Mode != s.Client.Mode || ctl.Client.Concurrency != s.Client.Concurrency || ctl.Client.Path != s.Client.Path {
-			errs = append(errs, &FieldError{File: s.File, Field: "control", Msg: fmt.Sprintf("%q must drive the same client, mode, concurrency and path", s.Control)})
-		}
-	}
+	errs = append(errs, cat.checkControls(external)...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

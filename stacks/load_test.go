@@ -202,3 +202,50 @@ func TestRegistryPathsResolve(t *testing.T) {
 		}
 	}
 }
+
+// TestUserScenarioMayNameABuiltinControl: a user's scenario paired with a built-in control
+// loads and merges; the pair must still drive the same client, and a control in neither
+// catalog is refused at the merge, naming the file.
+func TestUserScenarioMayNameABuiltinControl(t *testing.T) {
+	const tuned = `name: 99-tuned
+order: 990
+client:
+  kind: h2dial
+  mode: shared
+  concurrency: 500
+  path: /bytes/16384
+load:
+  duration: 10s
+knobs:
+  hcm:
+    http2_protocol_options:
+      max_concurrent_streams: 50
+`
+	cat, _ := Builtin()
+	for _, tc := range []struct {
+		control, client, want string
+	}{
+		{"02-trigger", "", ""},
+		{"02-trigger", "concurrency: 50", `"02-trigger" must drive the same client`},
+		{"77-nowhere", "", `99-tuned.yaml: control: "77-nowhere" is not in the catalog`},
+	} {
+		dir := t.TempDir()
+		body := tuned + "control: " + tc.control + "\n"
+		if tc.client != "" {
+			body = strings.Replace(body, "concurrency: 500", tc.client, 1)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "99-tuned.yaml"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		user, err := LoadDir(dir)
+		if err == nil {
+			_, err = cat.Merge(user)
+		}
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("control %s: %v", tc.control, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("control %s, %s: %v, want %q", tc.control, tc.client, err, tc.want)
+		}
+	}
+}

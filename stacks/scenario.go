@@ -138,9 +138,19 @@ type Duration time.Duration
 // D returns the value as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
-// String renders the duration as Envoy writes it in JSON: seconds with an "s" suffix.
+// String renders the duration as Envoy writes it in JSON: seconds with an "s" suffix. It is
+// exact to the nanosecond (a float64 of seconds is not, past about 100 days), so that a value
+// read, written and read again is the same value.
 func (d Duration) String() string {
-	return strconv.FormatFloat(time.Duration(d).Seconds(), 'f', -1, 64) + "s"
+	ns, sign := uint64(d), ""
+	if d < 0 {
+		ns, sign = -uint64(d), "-" // two's complement: exact for the smallest Duration too
+	}
+	out := sign + strconv.FormatUint(ns/1e9, 10)
+	if frac := ns % 1e9; frac != 0 {
+		out += "." + strings.TrimRight(fmt.Sprintf("%09d", frac), "0")
+	}
+	return out + "s"
 }
 
 // ParseDuration reads "10s", "0.5s", "250ms" or "1m30s".

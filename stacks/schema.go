@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strconv"
@@ -40,6 +41,9 @@ func checkShape(file string, n *yaml.Node, t reflect.Type, path string, errs *[]
 		n = n.Alias
 	}
 	bad := func(msg string) {
+		if r := allowedRange(path); r != "" && !strings.Contains(msg, "allowed") {
+			msg += " (allowed " + r + ")"
+		}
 		*errs = append(*errs, &FieldError{File: file, Line: n.Line, Field: path, Msg: msg})
 	}
 	if n.Tag == "!!null" {
@@ -60,7 +64,11 @@ func checkShape(file string, n *yaml.Node, t reflect.Type, path string, errs *[]
 		}
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			bad(fmt.Sprintf("want a mapping with keys %s", strings.Join(structKeys(t), ", ")))
+			if t.NumField() == 0 {
+				bad("write {} to set it, or leave it out")
+			} else {
+				bad(fmt.Sprintf("want a mapping with keys %s", strings.Join(structKeys(t), ", ")))
+			}
 			return
 		}
 		seen := map[string]bool{}
@@ -73,12 +81,16 @@ func checkShape(file string, n *yaml.Node, t reflect.Type, path string, errs *[]
 			}
 			seen[k.Value] = true
 			f, ok := structField(t, k.Value)
-			if !ok {
+			if !ok || k.Kind != yaml.ScalarNode {
 				msg := "unknown field"
 				if s := suggest(k.Value, structKeys(t)); s != "" {
 					msg += fmt.Sprintf("; did you mean %q?", s)
 				}
-				msg += fmt.Sprintf(" (allowed: %s)", strings.Join(structKeys(t), ", "))
+				if len(structKeys(t)) == 0 {
+					msg += " (write {} to set it)"
+				} else {
+					msg += fmt.Sprintf(" (allowed: %s)", strings.Join(structKeys(t), ", "))
+				}
 				*errs = append(*errs, &FieldError{File: file, Line: k.Line, Field: sub, Msg: msg})
 				continue
 			}
@@ -89,8 +101,23 @@ func checkShape(file string, n *yaml.Node, t reflect.Type, path string, errs *[]
 			bad("want a mapping of names to values")
 			return
 		}
+		seen := map[string]bool{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			checkShape(file, n.Content[i+1], t.Elem(), joinPath(path, n.Content[i].Value), errs)
+			k := n.Content[i]
+			if k.Kind == yaml.AliasNode {
+				k = k.Alias
+			}
+			sub := joinPath(path, k.Value)
+			switch {
+			case k.Kind != yaml.ScalarNode:
+				*errs = append(*errs, &FieldError{File: file, Line: k.Line, Field: path, Msg: "a list or mapping is not a header name: write a name"})
+				continue
+			case seen[k.Value]:
+				*errs = append(*errs, &FieldError{File: file, Line: k.Line, Field: sub, Msg: "duplicate key"})
+				continue
+			}
+			seen[k.Value] = true
+			checkShape(file, n.Content[i+1], t.Elem(), sub, errs)
 		}
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
@@ -109,10 +136,33 @@ func checkShape(file string, n *yaml.Node, t reflect.Type, path string, errs *[]
 			// Knobs are checked against Envoy's range for that field, not the Go type's.
 			if err := spec.Set(&Knobs{}, n.Value); err != nil {
 				bad(err.Error())
+				return
 			}
+			checkKnobScalar(n, spec, bad)
 			return
 		}
 		checkScalar(n, t, bad)
+	}
+}
+
+// checkKnobScalar catches what KnobSpec.Set, which reads text as the command line gives it,
+// accepts but the YAML decoder reads differently or not at all: a quoted number ("100" is
+// text to YAML), 1 or t for a bool, and a number with a leading zero, which YAML reads as octal.
+func checkKnobScalar(n *yaml.Node, spec KnobSpec, bad func(string)) {
+	switch spec.Type {
+	case Uint32:
+		if n.Tag != "!!int" {
+			bad(fmt.Sprintf("%q is not a whole number", n.Value))
+			return
+		}
+		dec, _ := strconv.ParseUint(strings.TrimSpace(n.Value), 10, 64)
+		if v, err := strconv.ParseInt(n.Value, 0, 64); err != nil || uint64(v) != dec {
+			bad(fmt.Sprintf("%q: write the number in decimal without leading zeros (YAML reads 0100 as octal)", n.Value))
+		}
+	case Bool:
+		if n.Tag != "!!bool" {
+			bad(fmt.Sprintf("%q is not true or false", n.Value))
+		}
 	}
 }
 
@@ -143,8 +193,11 @@ func checkScalar(n *yaml.Node, t reflect.Type, bad func(string)) {
 			bad(fmt.Sprintf("%s is out of range for an unsigned 32-bit value (0..4294967295)", n.Value))
 		}
 	case reflect.Float64:
-		if _, err := strconv.ParseFloat(n.Value, 64); err != nil || (n.Tag != "!!int" && n.Tag != "!!float") {
+		// NaN and infinities parse, but no field takes them.
+		if f, err := strconv.ParseFloat(n.Value, 64); err != nil || (n.Tag != "!!int" && n.Tag != "!!float") {
 			bad(fmt.Sprintf("%q is not a number", n.Value))
+		} else if math.IsNaN(f) || math.IsInf(f, 0) {
+			bad(fmt.Sprintf("%q is not a finite number", n.Value))
 		}
 	case reflect.String:
 		if n.Tag != "!!str" && n.Tag != "!!int" && n.Tag != "!!float" {
@@ -165,6 +218,9 @@ func kindName(t reflect.Type) string {
 }
 
 func joinPath(base, key string) string {
+	if key == "" {
+		key = `""` // an empty key still gets a field path the error can show
+	}
 	if base == "" {
 		return key
 	}
@@ -191,6 +247,10 @@ func structKeys(t reflect.Type) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// Suggest returns the candidate closest to s when it is close enough to be a typo, or "":
+// for a misspelt key, knob or flag value, "did you mean ...?".
+func Suggest(s string, candidates []string) string { return suggest(s, candidates) }
 
 // suggest returns the candidate closest to s when it is close enough to be a typo.
 func suggest(s string, candidates []string) string {
@@ -223,7 +283,8 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// lineOf finds the line of the value at a dotted path in a document, or 0.
+// lineOf finds the line of the value at a dotted path in a document, or the line of the
+// deepest part of the path that exists. A part may index a list: response_flags[1].
 func lineOf(doc *yaml.Node, path string) int {
 	n := doc
 	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
@@ -231,18 +292,37 @@ func lineOf(doc *yaml.Node, path string) int {
 	}
 	line := n.Line
 	for _, part := range strings.Split(path, ".") {
+		name, index := part, -1
+		if i := strings.IndexByte(part, '['); i > 0 && strings.HasSuffix(part, "]") {
+			if v, err := strconv.Atoi(part[i+1 : len(part)-1]); err == nil {
+				name, index = part[:i], v
+			}
+		}
+		if n.Kind == yaml.AliasNode {
+			n = n.Alias
+		}
 		if n.Kind != yaml.MappingNode {
 			return line
 		}
 		found := false
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == part {
+			if n.Content[i].Value == name {
 				n, line, found = n.Content[i+1], n.Content[i].Line, true
 				break
 			}
 		}
 		if !found {
 			return line
+		}
+		if index >= 0 {
+			if n.Kind == yaml.AliasNode {
+				n = n.Alias
+			}
+			if n.Kind != yaml.SequenceNode || index >= len(n.Content) {
+				return line
+			}
+			n = n.Content[index]
+			line = n.Line
 		}
 	}
 	return line

@@ -45,6 +45,10 @@ func WriteBlock(w io.Writer, h Header, vs []Verdict) {
 			fmt.Fprintf(w, "%-11s %s = %s\n", "", v.RatioName, ratio)
 		}
 		fmt.Fprintf(w, "%-11s %s\n", "", v.Detail)
+		if len(v.Disturbed) > 0 {
+			fmt.Fprintf(w, "%-11s DISTURBED: a fault hit %s while it ran (see its faults); rerun before trusting this call\n",
+				"", strings.Join(v.Disturbed, ", "))
+		}
 	}
 	if len(notRun) > 0 {
 		fmt.Fprintf(w, "not evaluated (their scenarios were not in this run): %s\n", strings.Join(notRun, ", "))

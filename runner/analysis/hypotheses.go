@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -22,6 +23,9 @@ type Verdict struct {
 	Confidence string             `json:"confidence,omitempty"`
 	RatioMin   *float64           `json:"ratio_min,omitempty"`
 	RatioMax   *float64           `json:"ratio_max,omitempty"`
+	// Disturbed names the scenarios behind this call that a fault hit while they ran (a pod
+	// killed or restarted, a worker stuck): the call stands on disturbed numbers.
+	Disturbed []string `json:"disturbed,omitempty"`
 }
 
 // Verdict words.
@@ -97,6 +101,11 @@ func Evaluate(runs map[string][]*Result, pods int) []Verdict {
 			}
 			if !complete {
 				continue
+			}
+			for _, n := range c.needs {
+				if get(n).Disturbed && !slices.Contains(v.Disturbed, n) {
+					v.Disturbed = append(v.Disturbed, n)
+				}
 			}
 			verdict, ratio, name, nums, detail := c.eval(get, pods)
 			for k, x := range nums {

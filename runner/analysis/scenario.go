@@ -52,14 +52,17 @@ type Tier struct {
 
 // Result is one scenario's measured outcome. Its JSON is the per-scenario entry of summary.json.
 type Result struct {
-	Name       string             `json:"name"`
-	Title      string             `json:"title"`
-	Hypothesis string             `json:"hypothesis,omitempty"`
-	Client     string             `json:"client"`
-	Status     string             `json:"status"` // ok, skipped, failed, interrupted, not-run
-	Reason     string             `json:"reason,omitempty"`
-	Disturbed  bool               `json:"disturbed,omitempty"`
-	Faults     []string           `json:"faults,omitempty"`
+	Name       string   `json:"name"`
+	Title      string   `json:"title"`
+	Hypothesis string   `json:"hypothesis,omitempty"`
+	Client     string   `json:"client"`
+	Status     string   `json:"status"` // ok, skipped, failed, interrupted, not-run
+	Reason     string   `json:"reason,omitempty"`
+	Disturbed  bool     `json:"disturbed,omitempty"`
+	Faults     []string `json:"faults,omitempty"`
+	// Warnings are problems the run got over (a stats read that needed a retry); unlike
+	// faults, they leave the scenario's numbers whole.
+	Warnings   []string           `json:"warnings,omitempty"`
 	Knobs      []stacks.KnobValue `json:"knobs"`
 	Departures []stacks.Departure `json:"local_departures,omitempty"`
 	WindowS    float64            `json:"window_s"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"text/tabwriter"
 
 	"github.com/igwlab/igwlab/stacks"
@@ -20,9 +21,17 @@ func loadCatalog(dir string) (*stacks.Catalog, error) {
 	}
 	user, err := stacks.LoadDir(dir)
 	if err != nil {
-		return nil, err
+		if st, serr := os.Stat(dir); serr != nil || !st.IsDir() {
+			return nil, err // LoadDir names the flag: the folder is missing or not a folder
+		}
+		// The loader names files relative to the folder: say which folder, and which flag.
+		return nil, fmt.Errorf("--catalog %s: %w", dir, err)
 	}
-	return cat.Merge(user)
+	merged, err := cat.Merge(user)
+	if err != nil {
+		return nil, fmt.Errorf("--catalog %s: %w", dir, err)
+	}
+	return merged, nil
 }
 
 func runScenarios(_ context.Context, args []string, stdout, stderr io.Writer) error {

@@ -48,7 +48,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, suite.ErrInterrupted):
-		fmt.Fprintln(stderr, "igwlab: interrupted; finished scenarios are saved and summary.json marks the rest as not run")
+		fmt.Fprintln(stderr, "igwlab:", err)
 		return 130
 	}
 	fmt.Fprintln(stderr, "igwlab:", err)

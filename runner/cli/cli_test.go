@@ -27,7 +27,7 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"suite", "--only", "02-trigr"}, 2, []string{`did you mean "02-trigger"`}},
 		{[]string{"suite", "--balance", "sticky"}, 2, []string{"sticky", "random, round-robin, source-hash"}},
 		{[]string{"suite", "--target", "mars"}, 2, []string{`"mars"`, "allowed"}},
-		{[]string{"suite", "--service-time", "0s"}, 2, []string{"service time"}},
+		{[]string{"suite", "--service-time", "0s"}, 2, []string{"--service-time"}},
 		{[]string{"suite", "--catalog", filepath.Join(bad, "missing")}, 1, []string{"--catalog", "no such file"}},
 		{[]string{"suite", "--catalog", bad}, 1, []string{"99-x.yaml:7", "knobs.hcm.http2_protocol_options.max_concurrent_streams", "1..2147483647"}},
 		{[]string{"serve", "--scenario", "07-waypoint-trigr"}, 2, []string{`did you mean "07-waypoint-trigger"`}},

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -35,7 +36,25 @@ func (s *stackFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.context, "context", "", "kube context for --target existing (default: the stack's igwlab:kubeContext)")
 }
 
+// stackName is what Pulumi takes as a stack name: [org/[project/]]name.
+var stackName = regexp.MustCompile(`^([A-Za-z0-9_.-]+/){0,2}[A-Za-z0-9_.-]{1,100}$`)
+
+// check rejects stack flags that would otherwise reach Pulumi (and create a workspace folder)
+// before failing, or be ignored in silence.
+func (s *stackFlags) check() error {
+	if !stackName.MatchString(s.name) {
+		return usagef("--stack %q: allowed a Pulumi stack name: letters, digits, -, _ and ., at most 100 (optionally org/project/name)", s.name)
+	}
+	if s.inlineDir != "" && !s.inline {
+		return usagef("--inline-dir %s: allowed only with --inline (without it the stack's config is Pulumi.%s.yaml)", s.inlineDir, s.name)
+	}
+	return nil
+}
+
 func (s *stackFlags) open(ctx context.Context) (stack.Stack, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
 	root, err := infra.RepoRoot()
 	if err != nil && !s.inline {
 		return nil, err
@@ -86,7 +105,7 @@ func clusterTarget(ctx context.Context, name string, sf *stackFlags, progress io
 // knobSets is --set knob=value, checked against Envoy's ranges as the catalog is.
 type knobSets struct {
 	k    stacks.Knobs
-	errs []error
+	seen map[string]bool
 }
 
 func (s *knobSets) String() string { return "" }
@@ -95,13 +114,26 @@ func (s *knobSets) Set(v string) error {
 	if !ok {
 		return fmt.Errorf("%q: want knob=value, e.g. hcm.http2_protocol_options.max_concurrent_streams=100", v)
 	}
-	spec, ok := stacks.Lookup(strings.TrimSpace(path))
+	path = strings.TrimSpace(path)
+	spec, ok := stacks.Lookup(path)
 	if !ok {
-		return fmt.Errorf("%q is not a knob (igwlab knobs lists them)", path)
+		msg := fmt.Sprintf("%q is not a knob", path)
+		if sug := stacks.Suggest(path, stacks.KnobPaths()); sug != "" {
+			msg += fmt.Sprintf("; did you mean %q?", sug)
+		}
+		return fmt.Errorf("%s (allowed: %s; igwlab knobs lists their ranges)", msg, strings.Join(stacks.KnobPaths(), ", "))
+	}
+	// Last-one-wins would hide a typo in a long command line: each knob once.
+	if s.seen[path] {
+		return fmt.Errorf("%s is set twice: allowed once per knob", path)
 	}
 	if err := spec.Set(&s.k, val); err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	s.seen[path] = true
 	return nil
 }
 
@@ -143,7 +175,7 @@ func flip(ctx context.Context, verb string, args []string, stdout, stderr io.Wri
 			return err
 		}
 		if _, err := cat.MustGet(*scenario); err != nil {
-			return UsageError{err}
+			return UsageError{fmt.Errorf("--scenario: %w", err)}
 		}
 	}
 	st, err := sf.open(ctx)

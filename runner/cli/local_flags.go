@@ -34,6 +34,27 @@ func (p *poolFlags) config() (emulator.Config, error) {
 	c := emulator.Config{Pods: p.pods, Workers: p.concurrency, WaypointPods: p.waypointPods,
 		WaypointWorkers: p.waypointWorkers, Balance: p.balance, Seed: p.seed, TLS: p.tls,
 		Model: emulator.Model{ServiceTime: p.serviceTime, PerKiB: p.perKiB, ConnCost: p.connCost}}
+	// Checked here as well as by the emulator, so the error names the flag the user typed.
+	for _, f := range []struct {
+		flag      string
+		v, lo, hi int
+	}{
+		{"--pods", p.pods, 1, 64}, {"--concurrency", p.concurrency, 1, 64},
+		{"--waypoint-pods", p.waypointPods, 0, 32}, {"--waypoint-concurrency", p.waypointWorkers, 1, 64},
+	} {
+		if f.v < f.lo || f.v > f.hi {
+			return c, usagef("%s %d: allowed %d..%d", f.flag, f.v, f.lo, f.hi)
+		}
+	}
+	if p.serviceTime <= 0 || p.serviceTime > time.Second {
+		return c, usagef("--service-time %s: allowed (0, 1s]", p.serviceTime)
+	}
+	if p.perKiB < 0 || p.perKiB > time.Second {
+		return c, usagef("--per-kib %s: allowed 0..1s", p.perKiB)
+	}
+	if p.connCost < 0 || p.connCost > time.Second {
+		return c, usagef("--conn-cost %s: allowed 0..1s", p.connCost)
+	}
 	if err := c.Check(); err != nil {
 		return c, UsageError{err}
 	}

@@ -34,6 +34,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if *port < 0 || *port > 65535 {
+		return usagef("--port %d: allowed 0..65535 (0 picks a free port)", *port)
+	}
 	cfg.VIPPort = *port
 	if err := cfg.Check(); err != nil {
 		return UsageError{err}
@@ -45,7 +48,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		if sc, err = cat.MustGet(*scenario); err != nil {
-			return UsageError{err}
+			return UsageError{fmt.Errorf("--scenario: %w", err)}
 		}
 	}
 	l, err := target.NewLocal(cfg)

@@ -16,12 +16,14 @@ func TestClockWakesOnTime(t *testing.T) {
 	var mu sync.Mutex
 	var order []int
 	var wg sync.WaitGroup
-	start := time.Now()
+	// Deadlines 20 ms apart, the first 20 ms out, so every waiter is asleep before the first
+	// is due and a busy machine's scheduling delays cannot reorder what is recorded on waking.
+	start := time.Now().Add(20 * time.Millisecond)
 	for i := 5; i >= 1; i-- {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			at := start.Add(time.Duration(i) * 3 * time.Millisecond)
+			at := start.Add(time.Duration(i-1) * 20 * time.Millisecond)
 			if err := c.SleepUntil(context.Background(), at); err != nil {
 				t.Error(err)
 			}

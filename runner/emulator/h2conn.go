@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,6 +120,10 @@ func (sc *serverConn) writeLoop() {
 		case <-sc.ctx.Done():
 			return
 		}
+		// Let the goroutines already runnable (a handler about to write the DATA after its
+		// HEADERS, other streams' responses) add their frames first: they then share one
+		// write(2). Nothing waits on a timer, so a lone frame still goes out at once.
+		runtime.Gosched()
 		sc.wmu.Lock()
 		buf := sc.out
 		sc.out = sc.spare

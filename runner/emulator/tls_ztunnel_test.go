@@ -49,7 +49,7 @@ func TestTLSListenerCountsAndBooksHandshakes(t *testing.T) {
 		}
 		handshakes += counter(t, pod.AdminURL()+"/stats/prometheus", "envoy_listener_ssl_handshake")
 		for _, w := range pod.Workers() {
-			busy += float64(w.busyTime())
+			busy += float64(w.Busy())
 		}
 	}
 	if handshakes != 6 {

@@ -61,6 +61,9 @@ func (w *Worker) busyTime() int64 {
 	return int64(w.booked - max(0, time.Until(w.busyUntil)))
 }
 
+// Busy is the worker's busy time so far (the worker_busy_ns counter).
+func (w *Worker) Busy() time.Duration { return time.Duration(w.busyTime()) }
+
 // Serve books d of work and waits until it is done.
 func (w *Worker) Serve(ctx context.Context, d time.Duration) error {
 	if d <= 0 {

@@ -58,7 +58,7 @@ A few long-lived HTTP/2 connections put all their streams on a few Envoy workers
 <table><tr><th>call</th><th>verdict</th><th>ratio</th><th>the numbers behind it</th></tr>
 {{range .Run.Evaluation}}<tr><td><b>{{.ID}}</b><br><span class="muted">{{.Title}}</span></td>
 <td class="{{verdictClass .Verdict}}">{{.Verdict}}{{if .Confidence}}<br><span class="muted">{{.Confidence}}</span>{{end}}</td>
-<td class="num">{{ratio .Ratio}}{{if .RatioName}}<br><span class="muted">{{.RatioName}}</span>{{end}}</td><td>{{.Detail}}</td></tr>
+<td class="num">{{ratio .Ratio}}{{if .RatioName}}<br><span class="muted">{{.RatioName}}</span>{{end}}</td><td>{{.Detail}}{{if .Disturbed}}<br><span class="bad">DISTURBED</span>: a fault hit {{range $i, $n := .Disturbed}}{{if $i}}, {{end}}{{$n}}{{end}} while it ran; rerun before trusting this call{{end}}</td></tr>
 {{end}}</table>
 
 <h2>Plots</h2>
@@ -68,13 +68,15 @@ A few long-lived HTTP/2 connections put all their streams on a few Envoy workers
 <h2>Scenarios</h2>
 <table><tr><th>scenario</th><th>client</th><th class="num">connections</th><th class="num">CV</th><th>against chance</th>
 <th class="num">rps</th><th class="num">p99 ms</th><th class="num">busiest worker</th><th class="num">drained</th><th>knobs set</th></tr>
-{{range .Rows}}<tr><td><b>{{.Name}}</b></td><td>{{.Client}}</td>
+{{range .Rows}}<tr><td><b>{{.Name}}</b>{{if .Disturbed}}<br><span class="bad">disturbed</span>{{end}}</td><td>{{.Client}}</td>
 {{if eq .Status "ok"}}<td class="num">{{n .ConnectionsTotal}}</td><td class="num">{{f3 .CV}}</td><td>{{.ChanceVerdict}}</td>
 <td class="num">{{f1 .RPS}}</td><td class="num">{{f1 .P99Ms}}</td><td class="num">{{pct .BusyMax}}</td><td class="num">{{n .GoAways}}</td>
 {{else}}<td colspan="7" class="muted">{{.Status}}: {{.Reason}}</td>{{end}}
 <td>{{range .Knobs}}<code>{{.}}</code> {{end}}</td></tr>
 {{end}}</table>
 
+{{range .Rows}}{{if or .Faults .Warnings}}<p><b>{{.Name}}</b>{{range .Faults}}<br><span class="bad">fault</span> {{.}}{{end}}{{range .Warnings}}<br><span class="neutral">warning</span> {{.}}{{end}}</p>
+{{end}}{{end}}
 <h2>What each scenario teaches</h2>
 {{range .Rows}}{{if .Teaches}}<p><b>{{.Name}}</b>: {{.Teaches}}{{if .Why}} <span class="muted">Local departure: {{.Why}}</span>{{end}}</p>{{end}}
 {{end}}

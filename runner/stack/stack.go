@@ -6,6 +6,7 @@ package stack
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 
 	"github.com/igwlab/igwlab/infra"
 )
@@ -35,6 +37,9 @@ type Stack interface {
 	Cancel(ctx context.Context) error
 	// Outputs returns the last update's outputs (secrets included, as plain values).
 	Outputs(ctx context.Context) (map[string]any, error)
+	// PendingOperations lists the operations the stack's state records as started and never
+	// finished ("create urn:..."): what an update killed mid-flight leaves behind.
+	PendingOperations(ctx context.Context) ([]string, error)
 }
 
 // Preview is a preview's result.
@@ -154,6 +159,24 @@ func (a *autoStack) Destroy(ctx context.Context, progress io.Writer) error {
 }
 
 func (a *autoStack) Cancel(ctx context.Context) error { return a.s.Cancel(ctx) }
+
+func (a *autoStack) PendingOperations(ctx context.Context) ([]string, error) {
+	dep, err := a.s.Export(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var d apitype.DeploymentV3
+	if len(dep.Deployment) > 0 {
+		if err := json.Unmarshal(dep.Deployment, &d); err != nil {
+			return nil, fmt.Errorf("reading the stack's state: %w", err)
+		}
+	}
+	var out []string
+	for _, op := range d.PendingOperations {
+		out = append(out, string(op.Type)+" "+string(op.Resource.URN))
+	}
+	return out, nil
+}
 
 func (a *autoStack) Outputs(ctx context.Context) (map[string]any, error) {
 	outs, err := a.s.Outputs(ctx)

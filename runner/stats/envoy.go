@@ -3,6 +3,7 @@ package stats
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -171,12 +172,21 @@ func Extract(s Snapshot, n Names) Pod {
 func (s Snapshot) LabelIntValues(name, label string) map[int]float64 {
 	out := map[int]float64{}
 	for k, v := range s.LabelValues(name, label) {
-		var n int
-		if _, err := fmt.Sscanf(k, "%d", &n); err == nil {
+		if n, ok := workerID(k); ok {
 			out[n] = v
 		}
 	}
 	return out
+}
+
+// workerID reads a worker id as Envoy writes it: a plain decimal number. fmt.Sscanf's %d would
+// also read "1abc" (and "01") as worker 1, so that one series silently replaced another's.
+func workerID(s string) (int, bool) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || strconv.Itoa(n) != s {
+		return 0, false
+	}
+	return n, true
 }
 
 // Delta returns what happened between pre and post: counters subtract, gauges keep the later

@@ -25,14 +25,80 @@ type Snapshot struct {
 	Families map[string]*dto.MetricFamily
 }
 
-// Parse reads a Prometheus text exposition.
-func Parse(r io.Reader) (map[string]*dto.MetricFamily, error) {
+// Parse reads a Prometheus text exposition. Every value must be a number Envoy can report:
+// finite, within an unsigned 64-bit counter's magnitude, and not negative for a counter or a
+// histogram's sum; a NaN or an infinity would poison every sum and spread computed from it.
+func Parse(r io.Reader) (fams map[string]*dto.MetricFamily, err error) {
+	// prometheus/common's text parser dereferences a nil metric on some malformed lines (one
+	// that opens with "{}" before any metric name; found by FuzzParseSnapshot). Its state is
+	// local to this call, so the panic is the parser's way of saying "malformed".
+	defer func() {
+		if v := recover(); v != nil {
+			fams, err = nil, fmt.Errorf("parsing /stats/prometheus: malformed exposition (the text parser gave up: %v)", v)
+		}
+	}()
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(r)
+	fams, err = p.TextToMetricFamilies(r)
 	if err != nil {
 		return nil, fmt.Errorf("parsing /stats/prometheus: %w", err)
 	}
+	if err := checkValues(fams); err != nil {
+		return nil, fmt.Errorf("parsing /stats/prometheus: %w", err)
+	}
 	return fams, nil
+}
+
+// maxValue is the largest magnitude a value may have: Envoy's counters and gauges are unsigned
+// 64-bit integers. The bound also keeps sums over many series finite.
+const maxValue = 1 << 64
+
+// checkValues rejects a value no Envoy reports, naming the series and the allowed range.
+func checkValues(fams map[string]*dto.MetricFamily) error {
+	names := make([]string, 0, len(fams))
+	for n := range fams {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for _, m := range fams[name].GetMetric() {
+			check := func(what string, v float64, lo float64) error {
+				if math.IsNaN(v) || v < lo || v > maxValue {
+					return fmt.Errorf("%s%s: %s %v is out of range (allowed %g..%g)", name, labelText(m), what, v, lo, float64(maxValue))
+				}
+				return nil
+			}
+			var err error
+			switch {
+			case m.Counter != nil:
+				err = check("counter", m.GetCounter().GetValue(), 0)
+			case m.Gauge != nil:
+				err = check("gauge", m.GetGauge().GetValue(), -maxValue)
+			case m.Untyped != nil:
+				err = check("value", m.GetUntyped().GetValue(), -maxValue)
+			case m.Histogram != nil:
+				// Bucket counts are integers already; the text parser drops a le="NaN" bucket.
+				err = check("histogram sum", m.GetHistogram().GetSampleSum(), 0)
+			case m.Summary != nil:
+				err = check("summary sum", m.GetSummary().GetSampleSum(), 0)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// labelText renders a series' labels as the exposition writes them: {a="b",c="d"}.
+func labelText(m *dto.Metric) string {
+	if len(m.GetLabel()) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(m.GetLabel()))
+	for _, lp := range m.GetLabel() {
+		parts = append(parts, fmt.Sprintf("%s=%q", lp.GetName(), lp.GetValue()))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
 }
 
 // ParseSnapshot parses raw exposition bytes into a snapshot of pod at t.
@@ -191,20 +257,29 @@ func (b Buckets) Add(o Buckets) Buckets {
 }
 
 // Quantile estimates quantile q by linear interpolation within the bucket, as PromQL's
-// histogram_quantile does. NaN when empty.
+// histogram_quantile does. NaN when empty. A quantile that falls in the +Inf bucket is that
+// bucket's lower bound, the highest finite one, as in PromQL: interpolating towards +Inf gave
+// +Inf (or NaN for q = 0), which no report or JSON encoder can take.
 func (b Buckets) Quantile(q float64) float64 {
 	if b.Count == 0 || len(b.Bounds) == 0 {
 		return math.NaN()
 	}
 	rank := q * b.Count
 	lo, prev := 0.0, 0.0
+	highest := math.NaN() // the highest finite bound passed so far
 	for i, c := range b.Cum {
+		if math.IsInf(b.Bounds[i], +1) {
+			return highest
+		}
 		if c >= rank && c > prev {
+			if i == 0 && b.Bounds[0] <= 0 {
+				return b.Bounds[0] // PromQL: no interpolation below a bound of 0 or less
+			}
 			return lo + (b.Bounds[i]-lo)*(rank-prev)/(c-prev)
 		}
-		lo, prev = b.Bounds[i], c
+		lo, prev, highest = b.Bounds[i], c, b.Bounds[i]
 	}
-	return b.Bounds[len(b.Bounds)-1]
+	return highest
 }
 
 // WorkerSeries returns, for each worker id, the value of the per-worker stat (e.g.
@@ -221,8 +296,8 @@ func (s Snapshot) WorkerSeries(stat, addr string) map[int]float64 {
 		if !ok || tail != stat {
 			continue
 		}
-		var n int
-		if _, err := fmt.Sscanf(id, "%d", &n); err != nil {
+		n, ok := workerID(id)
+		if !ok {
 			continue
 		}
 		out[n] = s.Sum(name, Labels{"listener_address": addr})

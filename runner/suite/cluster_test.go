@@ -2,7 +2,9 @@ package suite
 
 import (
 	"context"
+	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +44,42 @@ func TestSuiteOnClusterTarget(t *testing.T) {
 			if s13.Status != "ok" || len(st.Ups) != 3 || st.Ups[1] != "13-conn-balance-control" {
 				t.Fatalf("13 at concurrency 2: %s; ups %v", s13.Status, st.Ups)
 			}
+		}
+	}
+}
+
+// TestCtrlCDuringStackUpdate: a Ctrl-C while `pulumi up` switches a scenario on the real lab
+// ends the run as interrupted, and the scenario's reason and the progress say what state the
+// stack is in and what to run next, for both a clean stop and one that left operations pending.
+func TestCtrlCDuringStackUpdate(t *testing.T) {
+	for _, tc := range []struct {
+		pending []string
+		want    string
+	}{
+		{nil, "stack is consistent"},
+		{[]string{"creating urn:pulumi:lab::igwlab::kubernetes:networking.istio.io/v1alpha3:EnvoyFilter::igwlab-scenario"}, "pulumi refresh -s lab --clear-pending-creates"},
+	} {
+		k := targettest.NewKube(3, 1)
+		st := &targettest.Stack{KubeRef: k, Config: map[string]string{}, BlockUp: true, Pending: tc.pending}
+		var progress strings.Builder
+		c := target.NewCluster(target.ClusterOptions{Name: "k3d", Kube: k, Stack: st, DrainTimeout: time.Second, Progress: &progress})
+		cat, _ := stacks.Builtin()
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		sum, err := Run(ctx, Options{Target: c, Catalog: cat, Only: []string{"02-trigger", "04-mrpc"},
+			Duration: time.Second, OutDir: t.TempDir(), NoReport: true})
+		cancel()
+		if !errors.Is(err, ErrInterrupted) || !sum.Interrupted {
+			t.Fatalf("err %v interrupted %v", err, sum != nil && sum.Interrupted)
+		}
+		s2, s4 := sum.Scenarios["02-trigger"], sum.Scenarios["04-mrpc"]
+		if s2.Status != "interrupted" || !strings.Contains(s2.Reason, tc.want) {
+			t.Errorf("02-trigger: %s (%s), want the reason to say %q", s2.Status, s2.Reason, tc.want)
+		}
+		if s4.Status != "not-run" {
+			t.Errorf("04-mrpc: %s", s4.Status)
+		}
+		if !strings.Contains(progress.String(), tc.want) {
+			t.Errorf("progress does not say %q:\n%s", tc.want, progress.String())
 		}
 	}
 }

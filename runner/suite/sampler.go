@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -16,6 +17,18 @@ import (
 // scrape reads /stats/prometheus from every pod in parallel. A pod that cannot be read yields
 // an empty snapshot and an error naming it; the others are still returned.
 func scrape(ctx context.Context, t target.Target, pods []target.Pod) ([]stats.Snapshot, [][]byte, []error) {
+	return admins{t: t}.scrape(ctx, pods)
+}
+
+// admins reads pods' Envoy admins with a timeout per attempt, so a hung endpoint costs at most
+// a few timeouts, and reports reads that only succeeded on a retry through warn.
+type admins struct {
+	t       target.Target
+	timeout time.Duration // per attempt; 0 is target.AdminTimeout
+	warn    func(string)
+}
+
+func (a admins) scrape(ctx context.Context, pods []target.Pod) ([]stats.Snapshot, [][]byte, []error) {
 	snaps := make([]stats.Snapshot, len(pods))
 	raws := make([][]byte, len(pods))
 	errs := make([]error, len(pods))
@@ -25,14 +38,14 @@ func scrape(ctx context.Context, t target.Target, pods []target.Pod) ([]stats.Sn
 		go func() {
 			defer wg.Done()
 			snaps[i] = stats.Snapshot{Pod: p.Name, At: time.Now()}
-			raw, err := retry(ctx, func(ctx context.Context) ([]byte, error) { return t.Admin(ctx, p, "/stats/prometheus") })
+			raw, err := a.read(ctx, p, "/stats/prometheus")
 			if err != nil {
 				errs[i] = err
 				return
 			}
 			s, err := stats.ParseSnapshot(p.Name, time.Now(), raw)
 			if err != nil {
-				errs[i] = err
+				errs[i] = fmt.Errorf("pod %s /stats/prometheus: %w", p.Name, err)
 				return
 			}
 			snaps[i], raws[i] = s, raw
@@ -42,24 +55,40 @@ func scrape(ctx context.Context, t target.Target, pods []target.Pod) ([]stats.Sn
 	return snaps, raws, errs
 }
 
-// retry tries an admin read three times with a short pause, as a flaky port-forward needs.
-func retry(ctx context.Context, f func(context.Context) ([]byte, error)) ([]byte, error) {
-	var err error
-	for i := 0; i < 3; i++ {
-		var b []byte
-		if b, err = f(ctx); err == nil {
+// adminAttempts is how many times an admin read is tried: a port-forward that drops or a pod
+// that is restarting usually answers on the second try.
+const adminAttempts = 3
+
+func (a admins) read(ctx context.Context, p target.Pod, path string) ([]byte, error) {
+	timeout := a.timeout
+	if timeout <= 0 {
+		timeout = target.AdminTimeout
+	}
+	var failed []string
+	for i := 0; i < adminAttempts; i++ {
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		b, err := a.t.Admin(actx, p, path)
+		cancel()
+		if err == nil {
+			if len(failed) > 0 && a.warn != nil {
+				a.warn(fmt.Sprintf("pod %s %s answered on attempt %d of %d, after: %s", p.Name, path, i+1, adminAttempts, strings.Join(failed, "; ")))
+			}
 			return b, nil
 		}
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("no answer within %s", timeout)
+		}
+		// The target may name the pod and path itself; say it once, in the summary below.
+		failed = append(failed, strings.TrimPrefix(err.Error(), fmt.Sprintf("pod %s admin %s: ", p.Name, path)))
 		if ctx.Err() != nil {
-			return nil, err
+			break
 		}
 		select {
 		case <-ctx.Done():
-			return nil, err
 		case <-time.After(time.Duration(100*(i+1)) * time.Millisecond):
 		}
 	}
-	return nil, err
+	return nil, fmt.Errorf("pod %s %s: %d attempts failed: %s", p.Name, path, len(failed), strings.Join(failed, "; "))
 }
 
 // sampler reads every pod once a second during the window and keeps a time series.

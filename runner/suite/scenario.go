@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -33,12 +34,19 @@ func (r *run) scenario(ctx context.Context, lab *stacks.Scenario, dir string) *a
 	}
 	var ew errs
 	ew.add(writeScenarioFile(filepath.Join(dir, "scenario.yaml"), lab, sc, r.info.Name))
+	started := time.Now()
 	out, err := r.measure(ctx, sc, dir, &ew)
 	if err != nil {
 		res.Status, res.Reason = "failed", err.Error()
 		if ctx.Err() != nil {
 			res.Status, res.Reason = "interrupted", "stopped by the user before the window ended; partial data is in this folder"
+			var up *target.InterruptedUpError
+			if errors.As(err, &up) {
+				res.Reason = "stopped by the user while its knobs were being applied: " + up.State
+			}
 		}
+		r.disruptions(res, started, dir, &ew)
+		res.Warnings = append(res.Warnings, r.takeWarnings()...)
 		ew.add(writeJSON(filepath.Join(dir, "result.json"), res))
 		return res
 	}
@@ -47,8 +55,29 @@ func (r *run) scenario(ctx context.Context, lab *stacks.Scenario, dir string) *a
 	if err := ew.err(); err != nil {
 		a.Faults = append(a.Faults, err.Error())
 	}
+	r.disruptions(a, started, dir, &ew)
+	a.Warnings = append(a.Warnings, r.takeWarnings()...)
 	writeScenarioResults(dir, a, out, &ew)
 	return a
+}
+
+// disruptions marks a scenario disturbed when the target saw a pod killed or restarted or a
+// worker stuck while it ran, and keeps what happened and when in its results.
+func (r *run) disruptions(res *analysis.Result, since time.Time, dir string, ew *errs) {
+	src, ok := r.o.Target.(target.Disrupted)
+	if !ok {
+		return
+	}
+	ds := src.Disruptions(since)
+	if len(ds) == 0 {
+		return
+	}
+	res.Disturbed = true
+	for _, d := range ds {
+		res.Faults = append(res.Faults, fmt.Sprintf("%s (%.1f s into the scenario): %s %s: %s",
+			d.Time.UTC().Format("15:04:05.000"), d.Time.Sub(since).Seconds(), d.Kind, d.Pod, d.Detail))
+	}
+	ew.add(writeJSON(filepath.Join(dir, "disruptions.json"), ds))
 }
 
 // measure does the scenario's steps and returns the analysis input.
@@ -86,11 +115,11 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 		r.prog.step("warm-up %s", sc.Load.Warmup)
 		warm := spec
 		warm.Duration = w
-		if _, err := t.Load(ctx, warm); err != nil && ctx.Err() == nil {
+		if _, err := r.runLoad(ctx, warm, dir); err != nil && ctx.Err() == nil {
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	pre, preRaw, preErrs := scrape(ctx, t, gw)
+	pre, preRaw, preErrs := r.adm().scrape(ctx, gw)
 	if err := firstErr(preErrs); err != nil {
 		return nil, fmt.Errorf("reading stats before the load: %w", err)
 	}
@@ -98,8 +127,8 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 		r.names = names
 		r.sum.Names = names
 	}
-	wpPre, wpPreRaw, _ := scrape(ctx, t, wp)
-	_, ztPreRaw, _ := scrape(ctx, t, zt)
+	wpPre, wpPreRaw, _ := r.adm().scrape(ctx, wp)
+	_, ztPreRaw, _ := r.adm().scrape(ctx, zt)
 	smp := newSampler(t, gw, r.names, pre)
 	podNames := make([]string, len(gw))
 	for i, p := range gw {
@@ -111,13 +140,13 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 	go func() { smp.run(sctx, time.Second); close(sampled) }()
 	start := time.Now()
 	r.prog.step("load: %s for %s", clientText(sc.Client), sc.Load.Duration)
-	result, loadErr := t.Load(ctx, spec)
+	result, loadErr := r.runLoad(ctx, spec, dir)
 	window := time.Since(start)
 	stop()
 	<-sampled
-	post, postRaw, postErrs := scrape(context.WithoutCancel(ctx), t, gw)
-	wpPost, wpPostRaw, _ := scrape(context.WithoutCancel(ctx), t, wp)
-	_, ztPostRaw, _ := scrape(context.WithoutCancel(ctx), t, zt)
+	post, postRaw, postErrs := r.adm().scrape(context.WithoutCancel(ctx), gw)
+	wpPost, wpPostRaw, _ := r.adm().scrape(context.WithoutCancel(ctx), wp)
+	_, ztPostRaw, _ := r.adm().scrape(context.WithoutCancel(ctx), zt)
 	names := r.names
 	if n, err := stats.Discover(append(pre, post...), "httpbin"); err == nil {
 		names.Cluster = n.Cluster
@@ -165,6 +194,20 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 	return in, nil
 }
 
+// runLoad runs the scenario's client. A client that panics (an in-process one on the local
+// target) is turned into an error with its stack kept in the folder: the crash is reported as
+// the scenario's failure and the suite goes on.
+func (r *run) runLoad(ctx context.Context, spec load.Spec, dir string) (res *load.Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			crash := fmt.Sprintf("the %s client panicked: %v\n\n%s", spec.Kind, v, debug.Stack())
+			_ = writeFile(filepath.Join(dir, "client-crash.txt"), []byte(crash))
+			res, err = nil, fmt.Errorf("the %s client crashed: %v (its stack is in client-crash.txt)", spec.Kind, v)
+		}
+	}()
+	return r.o.Target.Load(ctx, spec)
+}
+
 // waypointNames finds the waypoint's HCM prefix: its listener names are not the gateway's, so
 // take whichever non-admin HCM carried the most connections.
 func waypointNames(snaps []stats.Snapshot) stats.Names {
@@ -191,7 +234,7 @@ func (r *run) dumps(ctx context.Context, pods []target.Pod, dir string, ew *errs
 			{"/clusters", filepath.Join("clusters", p.Name+".txt")},
 			{"/config_dump", filepath.Join("config_dump", p.Name+".json")},
 		} {
-			b, err := r.o.Target.Admin(ctx, p, d.path)
+			b, err := r.adm().read(ctx, p, d.path)
 			if err != nil {
 				ew.add(err)
 				continue

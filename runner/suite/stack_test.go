@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,15 +36,14 @@ func pulumiEnv(t *testing.T) map[string]string {
 	}
 }
 
-// TestAutomationAPIDrivesTheLocalTarget flips a real stack (Automation API, Pulumi CLI built
-// here, file backend, Kubernetes provider in render mode) through three scenarios; at each flip
-// the emulated pool takes its knobs from the EnvoyFilter the stack rendered, and the suite checks
-// on every pod's /config_dump that the change reached it before measuring.
-func TestAutomationAPIDrivesTheLocalTarget(t *testing.T) {
+// renderStack opens an inline stack through the real Automation API that renders to a folder
+// (no cluster, nothing fetched) and returns it with that folder.
+func renderStack(t *testing.T, name string) (stack.Stack, string) {
+	t.Helper()
 	env := pulumiEnv(t)
 	t.Setenv("PATH", env["PATH"]) // the Automation API finds the CLI on PATH
 	ctx := context.Background()
-	st, err := stack.Open(ctx, stack.Options{Name: "igwlab-flip-test", Inline: true, Env: env})
+	st, err := stack.Open(ctx, stack.Options{Name: name, Inline: true, Env: env})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +54,16 @@ func TestAutomationAPIDrivesTheLocalTarget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return st, render
+}
+
+// TestAutomationAPIDrivesTheLocalTarget flips a real stack (Automation API, Pulumi CLI built
+// here, file backend, Kubernetes provider in render mode) through three scenarios; at each flip
+// the emulated pool takes its knobs from the EnvoyFilter the stack rendered, and the suite checks
+// on every pod's /config_dump that the change reached it before measuring.
+func TestAutomationAPIDrivesTheLocalTarget(t *testing.T) {
+	ctx := context.Background()
+	st, render := renderStack(t, "igwlab-flip-test")
 	l, err := target.NewLocal(emulator.Config{Pods: 3, Workers: 1, WaypointPods: 0})
 	if err != nil {
 		t.Fatal(err)
@@ -83,5 +93,43 @@ func TestAutomationAPIDrivesTheLocalTarget(t *testing.T) {
 	}
 	if sum.Scenarios["04-fortio"].GoAways == 0 {
 		t.Error("the knob the stack rendered did not make the emulator drain connections")
+	}
+}
+
+// TestInterruptedUpLeavesAConsistentStack stops a real `pulumi up` (Automation API, Pulumi CLI
+// built here) a moment after it starts, as Ctrl-C does: the error says what state the stack was
+// left in, read back from the stack's own state, and the next update goes through.
+func TestInterruptedUpLeavesAConsistentStack(t *testing.T) {
+	ctx := context.Background()
+	st, render := renderStack(t, "igwlab-interrupt-test")
+	l, err := target.NewLocal(emulator.Config{Pods: 2, Workers: 1, WaypointPods: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var progress strings.Builder
+	tgt := &target.StackLocal{Local: l, Stack: st, RenderDir: render, Progress: &progress}
+	cat, _ := stacks.Builtin()
+	sc, _ := cat.MustGet("02-trigger")
+	cctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+	defer cancel()
+	err = tgt.Apply(cctx, sc.Effective(stacks.TargetLocal))
+	var up *target.InterruptedUpError
+	if !errors.As(err, &up) {
+		t.Fatalf("an up cancelled after 700ms returned %v, want an InterruptedUpError\n%s", err, progress.String())
+	}
+	t.Logf("after the interrupt: %s", up.State)
+	if !strings.Contains(up.State, "consistent") && !strings.Contains(up.State, "--clear-pending-creates") {
+		t.Errorf("state %q says neither consistent nor what to clear", up.State)
+	}
+	if !strings.Contains(progress.String(), "stack igwlab-interrupt-test: ") {
+		t.Errorf("the state was not told on progress:\n%s", progress.String())
+	}
+	if pending, _ := st.PendingOperations(ctx); len(pending) > 0 {
+		t.Logf("left pending: %v", pending) // the CLI had to be killed; the message said how to clear it
+		return
+	}
+	if err := tgt.Apply(ctx, sc.Effective(stacks.TargetLocal)); err != nil {
+		t.Fatalf("the next up after the interrupt: %v\n%s", err, progress.String())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/igwlab/igwlab/runner/analysis"
@@ -35,6 +36,12 @@ type Options struct {
 	OutDir string
 	// RunDir, when set, is used as is (resume).
 	RunDir string
+	// Resume is the summary of an interrupted run in RunDir: its finished scenario runs are
+	// kept as they are and only the rest run (see LoadResume).
+	Resume *Summary
+	// Command is the command line that started the run, kept in summary.json so that
+	// `igwlab suite --resume` can continue it with the same settings.
+	Command []string
 	// Progress receives progress; nil is quiet. ProgressTTY redraws a live line in place.
 	Progress    io.Writer
 	ProgressTTY bool
@@ -42,6 +49,8 @@ type Options struct {
 	ProgressWidth int
 	// ApplyTimeout bounds the wait for knobs to show on every pod.
 	ApplyTimeout time.Duration
+	// AdminTimeout bounds one attempt to read a pod's admin (default target.AdminTimeout).
+	AdminTimeout time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
 	// NoReport skips the plots and report.html.
@@ -56,6 +65,8 @@ type Summary struct {
 	Pods        int                           `json:"pods"`
 	Concurrency int                           `json:"concurrency"`
 	Repeat      int                           `json:"repeat"`
+	Command     []string                      `json:"command,omitempty"`
+	Resumed     []time.Time                   `json:"resumed,omitempty"`
 	Started     time.Time                     `json:"started"`
 	Finished    time.Time                     `json:"finished"`
 	Complete    bool                          `json:"complete"`
@@ -66,8 +77,11 @@ type Summary struct {
 	Scenarios   map[string]*analysis.Result   `json:"scenarios"`
 	Runs        map[string][]*analysis.Result `json:"runs,omitempty"`
 	Hypotheses  map[string]analysis.Verdict   `json:"hypotheses"`
-	Evaluation  []analysis.Verdict            `json:"-"`
-	Dir         string                        `json:"-"`
+	// ScenarioSeconds is the wall time of each scenario, every repetition and phase included
+	// (apply, settle, warm-up, window, collection).
+	ScenarioSeconds map[string]float64 `json:"scenario_seconds,omitempty"`
+	Evaluation      []analysis.Verdict `json:"-"`
+	Dir             string             `json:"-"`
 }
 
 // ErrInterrupted reports a run stopped by its context (Ctrl-C); its results are kept.
@@ -101,20 +115,30 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	sum := &Summary{Target: info.Name, Pods: info.Pods, Concurrency: info.Concurrency, Repeat: o.Repeat,
 		Started: o.Now().UTC(), Info: info, Scenarios: map[string]*analysis.Result{},
-		Runs: map[string][]*analysis.Result{}, Hypotheses: map[string]analysis.Verdict{}, Dir: dir}
+		Runs: map[string][]*analysis.Result{}, Hypotheses: map[string]analysis.Verdict{}, Dir: dir, Command: o.Command}
 	for _, sc := range selected {
 		sum.Order = append(sum.Order, sc.Name)
 		sum.Scenarios[sc.Name] = &analysis.Result{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis,
 			Client: sc.Client.Kind, Status: "not-run"}
 	}
+	// done[name] is how many runs of a scenario a resumed run already has.
+	done := map[string]int{}
+	if o.Resume != nil {
+		if done, err = resumeInto(sum, o.Resume, selected, o.Now()); err != nil {
+			return nil, err
+		}
+	}
 	var plan []time.Duration
 	for _, sc := range selected {
-		for rep := 0; rep < o.Repeat; rep++ {
+		for rep := done[sc.Name]; rep < o.Repeat; rep++ {
 			plan = append(plan, r0planned(sc, info.Name, o.Duration))
 		}
 	}
-	r := &run{o: o, info: info, dir: dir, sum: sum, prog: newProgress(o.Progress, o.ProgressTTY, o.ProgressWidth, plan)}
+	r := &run{o: o, info: info, dir: dir, sum: sum, names: sum.Names, prog: newProgress(o.Progress, o.ProgressTTY, o.ProgressWidth, plan)}
 	defer r.prog.close()
+	if o.Resume != nil {
+		r.progressf("%s\n", resumeText(sum, done))
+	}
 	r.progressf("igwlab: %s target, %d pods x %d worker(s); %d scenario(s) x %d run(s); results in %s\n",
 		info.Name, info.Pods, info.Concurrency, len(selected), o.Repeat, dir)
 	_ = writeJSON(filepath.Join(dir, "summary.json"), sum)
@@ -129,8 +153,22 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			if o.Repeat > 1 {
 				sdir = filepath.Join(sdir, fmt.Sprintf("run-%d", rep))
 			}
+			if rep <= done[sc.Name] {
+				continue // kept from the interrupted run
+			}
+			if o.Resume != nil {
+				// Whatever an interrupted attempt left here is partial: start the folder afresh.
+				if err := os.RemoveAll(sdir); err != nil {
+					return sum, err
+				}
+			}
 			r.prog.scenario(step, sc.Name+repText(rep, o.Repeat), sc.Title)
+			t0 := o.Now()
 			res := r.scenario(ctx, sc, sdir)
+			if sum.ScenarioSeconds == nil {
+				sum.ScenarioSeconds = map[string]float64{}
+			}
+			sum.ScenarioSeconds[sc.Name] += o.Now().Sub(t0).Seconds()
 			sum.Runs[sc.Name] = append(sum.Runs[sc.Name], res)
 			sum.Scenarios[sc.Name] = representative(sum.Runs[sc.Name])
 			r.prog.finish(step, oneLine(res))
@@ -223,6 +261,16 @@ func oneLine(r *analysis.Result) string {
 	}
 	if r.Disturbed {
 		s += "; DISTURBED"
+		if len(r.Faults) > 0 {
+			s += " (" + r.Faults[0]
+			if len(r.Faults) > 1 {
+				s += fmt.Sprintf(", and %d more in result.json", len(r.Faults)-1)
+			}
+			s += ")"
+		}
+	}
+	if len(r.Warnings) > 0 {
+		s += fmt.Sprintf("; %d warning(s) in result.json", len(r.Warnings))
 	}
 	return s
 }
@@ -234,6 +282,27 @@ type run struct {
 	sum   *Summary
 	names stats.Names
 	prog  *progress
+
+	warnMu   sync.Mutex
+	warnings []string
+}
+
+// adm reads admins for the scenario being run; retried reads become its warnings.
+func (r *run) adm() admins {
+	return admins{t: r.o.Target, timeout: r.o.AdminTimeout, warn: func(s string) {
+		r.warnMu.Lock()
+		r.warnings = append(r.warnings, s)
+		r.warnMu.Unlock()
+	}}
+}
+
+// takeWarnings returns the warnings gathered since the last call.
+func (r *run) takeWarnings() []string {
+	r.warnMu.Lock()
+	defer r.warnMu.Unlock()
+	w := r.warnings
+	r.warnings = nil
+	return w
 }
 
 func (r *run) progressf(format string, a ...any) { r.prog.printf(format, a...) }

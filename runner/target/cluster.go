@@ -120,6 +120,9 @@ func (c *Cluster) Apply(ctx context.Context, sc stacks.Scenario) error {
 		return err
 	}
 	if _, err := c.o.Stack.Up(ctx, c.o.Progress); err != nil {
+		if ctx.Err() != nil {
+			return upInterrupted(c.o.Stack, sc.Name, err, c.o.Progress)
+		}
 		return fmt.Errorf("pulumi up for %s: %w", sc.Name, err)
 	}
 	return c.waitDrained(ctx)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/igwlab/igwlab/dashboard"
 	"github.com/igwlab/igwlab/runner/emulator"
@@ -134,3 +135,15 @@ func (l *Local) Close() error {
 }
 
 var _ Target = (*Local)(nil)
+
+// Disruptions implements Disrupted: pod kills, restarts and stuck workers since a time (knob
+// changes are the scenario's own doing and are left out).
+func (l *Local) Disruptions(since time.Time) []Disruption {
+	var out []Disruption
+	for _, e := range l.Pool.Events() {
+		if e.Kind != "apply" && !e.Time.Before(since) {
+			out = append(out, Disruption{Time: e.Time, Kind: e.Kind, Pod: e.Pod, Detail: e.Detail})
+		}
+	}
+	return out
+}

@@ -45,6 +45,9 @@ func (s *StackLocal) Apply(ctx context.Context, sc stacks.Scenario) error {
 		return err
 	}
 	if _, err := s.Stack.Up(ctx, s.Progress); err != nil {
+		if ctx.Err() != nil {
+			return upInterrupted(s.Stack, sc.Name, err, s.Progress)
+		}
 		return fmt.Errorf("pulumi up for %s: %w", sc.Name, err)
 	}
 	setup, err := ReadRendered(s.RenderDir)

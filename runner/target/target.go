@@ -57,3 +57,19 @@ type Target interface {
 
 // AdminTimeout bounds one admin request.
 const AdminTimeout = 5 * time.Second
+
+// Disruption is something that happened to the pool on its own account, not the scenario's:
+// a pod killed or restarted, a worker stuck.
+type Disruption struct {
+	Time   time.Time `json:"time"`
+	Kind   string    `json:"kind"`
+	Pod    string    `json:"pod,omitempty"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// Disrupted is implemented by targets that record disruptions (the local pool records every
+// fault injected into it). The suite asks after each scenario, and a scenario that overlapped
+// one is reported as disturbed, with what and when.
+type Disrupted interface {
+	Disruptions(since time.Time) []Disruption
+}

@@ -8,10 +8,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
 	"time"
 
 	"github.com/igwlab/igwlab/h2dial"
+	"github.com/igwlab/igwlab/internal/cpuprofile"
 )
 
 // usageError is a bad flag or argument: exit code 2, as flag parsing does.
@@ -59,6 +61,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.InsecureTLS, "insecure", false, "skip certificate checks for https targets")
 	fs.BoolVar(&o.ColdStart, "cold-start", false, "start all workers at once on a cold shared transport (it opens extra connections before learning the server's stream limit)")
 	fs.BoolVar(&asJSON, "json", false, "write the result as JSON")
+	procs := fs.Int("procs", 1, "CPU cores the client may use (0 = all). One, like h2load's one thread: at loopback rates a second core costs more in cross-core wake-ups than it adds")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	fs.BoolVar(&idle, "idle", false, "do nothing until stopped (the load generator pod's idle process)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -92,6 +96,17 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		o.URL = u.String()
 	}
+	if *procs < 0 {
+		return usageError{fmt.Errorf("-procs %d: allowed 0 (all cores) or more", *procs)}
+	}
+	if *procs > 0 {
+		runtime.GOMAXPROCS(*procs)
+	}
+	stopProfile, err := cpuprofile.Start(*cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	res, err := h2dial.Run(ctx, o)
 	if err != nil {
 		return usageError{err}

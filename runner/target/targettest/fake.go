@@ -176,6 +176,10 @@ type Stack struct {
 	KubeRef *Kube
 	Config  map[string]string
 	Ups     []string
+	// BlockUp makes Up wait for its context to end, as an update that is interrupted does;
+	// Pending is then what the stack's state records as left in flight.
+	BlockUp bool
+	Pending []string
 }
 
 func (s *Stack) Name() string { return "lab" }
@@ -188,7 +192,11 @@ func (s *Stack) GetConfig(_ context.Context, k string) (string, bool, error) {
 	return v, ok, nil
 }
 func (s *Stack) RemoveConfig(_ context.Context, k string) error { delete(s.Config, k); return nil }
-func (s *Stack) Up(context.Context, io.Writer) (map[string]any, error) {
+func (s *Stack) Up(ctx context.Context, _ io.Writer) (map[string]any, error) {
+	if s.BlockUp {
+		<-ctx.Done()
+		return nil, fmt.Errorf("update canceled: %w", ctx.Err())
+	}
 	cat, _ := stacks.Builtin()
 	sc, err := cat.MustGet(s.Config["igwlab:scenario"])
 	if err != nil {
@@ -206,6 +214,7 @@ func (s *Stack) Up(context.Context, io.Writer) (map[string]any, error) {
 func (s *Stack) Preview(context.Context, io.Writer) (*stack.Preview, error) {
 	return &stack.Preview{}, nil
 }
-func (s *Stack) Destroy(context.Context, io.Writer) error        { return nil }
-func (s *Stack) Cancel(context.Context) error                    { return nil }
-func (s *Stack) Outputs(context.Context) (map[string]any, error) { return map[string]any{}, nil }
+func (s *Stack) Destroy(context.Context, io.Writer) error            { return nil }
+func (s *Stack) Cancel(context.Context) error                        { return nil }
+func (s *Stack) Outputs(context.Context) (map[string]any, error)     { return map[string]any{}, nil }
+func (s *Stack) PendingOperations(context.Context) ([]string, error) { return s.Pending, nil }

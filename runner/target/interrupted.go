@@ -1,0 +1,52 @@
+package target
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/igwlab/igwlab/runner/stack"
+)
+
+// InterruptedUpError is a `pulumi up` stopped by Ctrl-C. State says what the stack was left
+// in, read back from the stack's state after the CLI stopped.
+type InterruptedUpError struct {
+	Scenario string
+	State    string
+	Err      error
+}
+
+func (e *InterruptedUpError) Error() string {
+	return fmt.Sprintf("pulumi up for %s was interrupted: %s", e.Scenario, e.State)
+}
+
+func (e *InterruptedUpError) Unwrap() error { return e.Err }
+
+// upInterrupted checks a stack whose update was cancelled. The Automation API stops the CLI
+// with SIGINT, which lets Pulumi finish the operations in flight and save the state; one that
+// had to be killed leaves pending operations, which the next update refuses until cleared.
+// The answer goes to progress too, because the user is about to walk away from this stack.
+func upInterrupted(st stack.Stack, scenario string, err error, progress io.Writer) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var state string
+	pending, perr := st.PendingOperations(ctx)
+	switch {
+	case perr != nil:
+		state = fmt.Sprintf("could not read the stack's state to check it (%v); `pulumi stack export -s %s` shows it", perr, st.Name())
+	case len(pending) == 0:
+		state = fmt.Sprintf("Pulumi stopped cleanly and the stack is consistent (no operation left pending); "+
+			"its config now names %s, which may be only partly applied: `pulumi preview -s %s --diff` shows what is left and `pulumi up -s %s` finishes it",
+			scenario, st.Name(), st.Name())
+	default:
+		state = fmt.Sprintf("%d operation(s) were still in flight when Pulumi stopped (%s); "+
+			"run `pulumi refresh -s %s --clear-pending-creates` before the next update",
+			len(pending), strings.Join(pending, ", "), st.Name())
+	}
+	if progress != nil {
+		fmt.Fprintf(progress, "stack %s: %s\n", st.Name(), state)
+	}
+	return &InterruptedUpError{Scenario: scenario, State: state, Err: err}
+}
