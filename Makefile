@@ -42,7 +42,7 @@ tools: ## the Pulumi CLI, Go language host and Kubernetes provider, built once i
 	bash hack/pulumi-tools.sh
 
 test-pulumi: ## the program through the real Pulumi CLI and Automation API in render mode (builds the tools on first use)
-	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" $(GO) test -count=1 -timeout 30m -run 'TestRenderMode|TestAutomationAPI' ./infra/ ./runner/suite/
+	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" $(GO) test -count=1 -timeout 30m -run 'TestRenderMode|TestAutomationAPI|TestInterruptedUp' ./infra/ ./runner/suite/
 
 kube-tools: ## kube-apiserver and kube-controller-manager, built once into ~/.cache/igwlab/tools
 	bash hack/kube-tools.sh
