@@ -36,9 +36,10 @@ func pulumiEnv(t *testing.T) map[string]string {
 	}
 }
 
-// renderStack opens an inline stack through the real Automation API that renders to a folder
-// (no cluster, nothing fetched) and returns it with that folder.
-func renderStack(t *testing.T, name string) (stack.Stack, string) {
+// renderTarget is the local target driven through a real inline stack (Automation API, Pulumi
+// CLI built here) that renders to a folder: no cluster, nothing fetched. Pulumi's progress is
+// kept in the returned builder.
+func renderTarget(t *testing.T, name string, pods int) (*target.StackLocal, *strings.Builder) {
 	t.Helper()
 	env := pulumiEnv(t)
 	t.Setenv("PATH", env["PATH"]) // the Automation API finds the CLI on PATH
@@ -54,7 +55,13 @@ func renderStack(t *testing.T, name string) (stack.Stack, string) {
 			t.Fatal(err)
 		}
 	}
-	return st, render
+	l, err := target.NewLocal(emulator.Config{Pods: pods, Workers: 1, WaypointPods: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	progress := &strings.Builder{}
+	return &target.StackLocal{Local: l, Stack: st, RenderDir: render, Progress: progress}, progress
 }
 
 // TestAutomationAPIDrivesTheLocalTarget flips a real stack (Automation API, Pulumi CLI built
@@ -63,14 +70,8 @@ func renderStack(t *testing.T, name string) (stack.Stack, string) {
 // on every pod's /config_dump that the change reached it before measuring.
 func TestAutomationAPIDrivesTheLocalTarget(t *testing.T) {
 	ctx := context.Background()
-	st, render := renderStack(t, "igwlab-flip-test")
-	l, err := target.NewLocal(emulator.Config{Pods: 3, Workers: 1, WaypointPods: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	var progress strings.Builder
-	tgt := &target.StackLocal{Local: l, Stack: st, RenderDir: render, Progress: &progress}
+	tgt, progress := renderTarget(t, "igwlab-flip-test", 3)
+	render := tgt.RenderDir
 	cat, _ := stacks.Builtin()
 	sum, err := Run(ctx, Options{Target: tgt, Catalog: cat, Only: []string{"02-trigger", "03-mcs-cap", "04-fortio"},
 		Duration: time.Second, OutDir: t.TempDir(), ApplyTimeout: 10 * time.Second})
@@ -101,19 +102,13 @@ func TestAutomationAPIDrivesTheLocalTarget(t *testing.T) {
 // left in, read back from the stack's own state, and the next update goes through.
 func TestInterruptedUpLeavesAConsistentStack(t *testing.T) {
 	ctx := context.Background()
-	st, render := renderStack(t, "igwlab-interrupt-test")
-	l, err := target.NewLocal(emulator.Config{Pods: 2, Workers: 1, WaypointPods: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	var progress strings.Builder
-	tgt := &target.StackLocal{Local: l, Stack: st, RenderDir: render, Progress: &progress}
+	tgt, progress := renderTarget(t, "igwlab-interrupt-test", 2)
+	st := tgt.Stack
 	cat, _ := stacks.Builtin()
 	sc, _ := cat.MustGet("02-trigger")
 	cctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
 	defer cancel()
-	err = tgt.Apply(cctx, sc.Effective(stacks.TargetLocal))
+	err := tgt.Apply(cctx, sc.Effective(stacks.TargetLocal))
 	var up *target.InterruptedUpError
 	if !errors.As(err, &up) {
 		t.Fatalf("an up cancelled after 700ms returned %v, want an InterruptedUpError\n%s", err, progress.String())
