@@ -23,12 +23,17 @@ type faulty struct {
 	window   time.Duration
 	onWindow map[string]func(*emulator.Pool)
 	admin    func(ctx context.Context, p target.Pod, path string) error
-	panicFor string
+	panicFor string       // the client panics in this scenario's window
+	bugIn    string       // igwlab itself panics while running this scenario
 	current  atomic.Value // scenario name of the load in progress
 }
 
+
 func (f *faulty) Apply(ctx context.Context, sc stacks.Scenario) error {
 	f.current.Store(sc.Name)
+	if sc.Name == f.bugIn {
+		panic("injected bug")
+	}
 	return f.Local.Apply(ctx, sc)
 }
 
@@ -198,5 +203,31 @@ func TestClientCrashIsReported(t *testing.T) {
 	}
 	if s4 := sum.Scenarios["04-mrpc"]; s4.Status != "ok" {
 		t.Errorf("04-mrpc after the crash: %s (%s)", s4.Status, s4.Reason)
+	}
+}
+
+// TestPanicInOneScenarioCostsOnlyThatScenario: a panic inside igwlab while a scenario runs fails
+// that scenario, keeps the stack, and the run goes on and completes.
+func TestPanicInOneScenarioCostsOnlyThatScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs scenarios on the local pool (about 10 s)")
+	}
+	f := newFaulty(t, 2*time.Second)
+	f.bugIn = "03-mcs-cap"
+	sum, dir := runFaulty(t, f, "02-trigger", "03-mcs-cap", "04-mrpc")
+	if !sum.Complete {
+		t.Error("the run did not complete")
+	}
+	s3 := sum.Scenarios["03-mcs-cap"]
+	if s3.Status != "failed" || !strings.Contains(s3.Reason, "injected bug") {
+		t.Errorf("03-mcs-cap: %s (%s)", s3.Status, s3.Reason)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "03-mcs-cap", "panic.txt")); err != nil || !strings.Contains(string(b), "goroutine") {
+		t.Errorf("panic.txt: %v", err)
+	}
+	for _, n := range []string{"02-trigger", "04-mrpc"} {
+		if r := sum.Scenarios[n]; r.Status != "ok" {
+			t.Errorf("%s: %s (%s)", n, r.Status, r.Reason)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -164,7 +165,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			}
 			r.prog.scenario(step, sc.Name+repText(rep, o.Repeat), sc.Title)
 			t0 := o.Now()
-			res := r.scenario(ctx, sc, sdir)
+			res := r.guarded(ctx, sc, sdir)
 			if sum.ScenarioSeconds == nil {
 				sum.ScenarioSeconds = map[string]float64{}
 			}
@@ -285,6 +286,19 @@ type run struct {
 
 	warnMu   sync.Mutex
 	warnings []string
+}
+
+// guarded runs one scenario and turns a panic in igwlab itself into that scenario's failure,
+// with the stack kept in its folder, so one bug costs one scenario and not the whole run.
+func (r *run) guarded(ctx context.Context, sc *stacks.Scenario, dir string) (res *analysis.Result) {
+	defer func() {
+		if v := recover(); v != nil {
+			_ = writeFile(filepath.Join(dir, "panic.txt"), []byte(fmt.Sprintf("panic: %v\n\n%s", v, debug.Stack())))
+			res = &analysis.Result{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis, Client: sc.Client.Kind,
+				Status: "failed", Reason: fmt.Sprintf("igwlab failed on this scenario: %v (a bug: the stack is in panic.txt; please report it)", v)}
+		}
+	}()
+	return r.scenario(ctx, sc, dir)
 }
 
 // adm reads admins for the scenario being run; retried reads become its warnings.
