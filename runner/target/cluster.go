@@ -52,8 +52,9 @@ type ClusterOptions struct {
 // Cluster is the real lab: scenarios are switched through the Pulumi stack, stats come from each
 // gateway pod's Envoy admin through a port-forward, and the load runs in the loadgen namespace.
 type Cluster struct {
-	o   ClusterOptions
-	key *jwt.Key
+	o    ClusterOptions
+	key  *jwt.Key
+	seen podsSeen
 }
 
 // NewCluster makes a cluster target.
@@ -207,6 +208,9 @@ func (c *Cluster) Pods(ctx context.Context, role string) ([]Pod, error) {
 	for _, p := range pods {
 		out = append(out, Pod{Name: p.Name, Role: role, Namespace: p.Namespace,
 			Admin: fmt.Sprintf("pod/%s/%s:%d", p.Namespace, p.Name, adminPort(role))})
+	}
+	if role == Gateway {
+		c.seen.set(out)
 	}
 	return out, nil
 }

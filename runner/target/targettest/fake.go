@@ -117,6 +117,9 @@ func NewKube(pods, workers int) *Kube {
 	return k
 }
 
+// Clientset is the fake API server behind the pods, for tests that change pod status.
+func (k *Kube) Clientset() *fake.Clientset { return k.cs }
+
 func (k *Kube) Pods(ctx context.Context, ns, sel string) ([]corev1.Pod, error) {
 	list, err := k.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
