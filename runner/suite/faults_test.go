@@ -28,7 +28,6 @@ type faulty struct {
 	current  atomic.Value // scenario name of the load in progress
 }
 
-
 func (f *faulty) Apply(ctx context.Context, sc stacks.Scenario) error {
 	f.current.Store(sc.Name)
 	if sc.Name == f.bugIn {
