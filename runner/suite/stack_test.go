@@ -3,6 +3,7 @@ package suite
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,25 +98,39 @@ func TestAutomationAPIDrivesTheLocalTarget(t *testing.T) {
 	}
 }
 
+// cancelOnWrite cancels on its first write.
+type cancelOnWrite context.CancelFunc
+
+func (c cancelOnWrite) Write(b []byte) (int, error) {
+	c()
+	return len(b), nil
+}
+
 // TestInterruptedUpLeavesAConsistentStack stops a real `pulumi up` (Automation API, Pulumi CLI
-// built here) a moment after it starts, as Ctrl-C does: the error says what state the stack was
-// left in, read back from the stack's own state, and the next update goes through.
+// built here) as soon as it reports progress, as Ctrl-C does: the error says what state the stack was
+// left in, read back from the stack's own state; the lock the interrupted update leaves on the
+// file backend is released; and the next update goes through.
 func TestInterruptedUpLeavesAConsistentStack(t *testing.T) {
 	ctx := context.Background()
 	tgt, progress := renderTarget(t, "igwlab-interrupt-test", 2)
 	st := tgt.Stack
 	cat, _ := stacks.Builtin()
 	sc, _ := cat.MustGet("02-trigger")
-	cctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+	// Ctrl-C as soon as Pulumi reports the update has begun (with a bound, should it never say so).
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	tgt.Progress = io.MultiWriter(progress, cancelOnWrite(cancel))
 	err := tgt.Apply(cctx, sc.Effective(stacks.TargetLocal))
 	var up *target.InterruptedUpError
 	if !errors.As(err, &up) {
-		t.Fatalf("an up cancelled after 700ms returned %v, want an InterruptedUpError\n%s", err, progress.String())
+		t.Fatalf("an up cancelled as it began returned %v, want an InterruptedUpError\n%s", err, progress.String())
 	}
 	t.Logf("after the interrupt: %s", up.State)
 	if !strings.Contains(up.State, "consistent") && !strings.Contains(up.State, "--clear-pending-creates") {
 		t.Errorf("state %q says neither consistent nor what to clear", up.State)
+	}
+	if !strings.Contains(up.State, "released the interrupted update's lock") {
+		t.Errorf("state %q does not say the update's lock was released", up.State)
 	}
 	if !strings.Contains(progress.String(), "stack igwlab-interrupt-test: ") {
 		t.Errorf("the state was not told on progress:\n%s", progress.String())

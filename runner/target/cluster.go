@@ -103,6 +103,17 @@ func (c *Cluster) Apply(ctx context.Context, sc stacks.Scenario) error {
 	if c.o.Stack == nil {
 		return fmt.Errorf("the %s target needs a Pulumi stack to switch scenarios", c.o.Name)
 	}
+	if err := c.switchStack(ctx, sc); err != nil {
+		if ctx.Err() != nil {
+			return upInterrupted(c.o.Stack, sc.Name, err, c.o.Progress)
+		}
+		return err
+	}
+	return c.waitDrained(ctx)
+}
+
+// switchStack sets the scenario in the stack's config and runs `pulumi up`.
+func (c *Cluster) switchStack(ctx context.Context, sc stacks.Scenario) error {
 	if sc.Filters.JWT != nil {
 		if err := c.ensureJWTKey(ctx); err != nil {
 			return err
@@ -121,12 +132,9 @@ func (c *Cluster) Apply(ctx context.Context, sc stacks.Scenario) error {
 		return err
 	}
 	if _, err := c.o.Stack.Up(ctx, c.o.Progress); err != nil {
-		if ctx.Err() != nil {
-			return upInterrupted(c.o.Stack, sc.Name, err, c.o.Progress)
-		}
 		return fmt.Errorf("pulumi up for %s: %w", sc.Name, err)
 	}
-	return c.waitDrained(ctx)
+	return nil
 }
 
 // waitDrained polls listener_manager.total_listeners_draining on every gateway pod until 0.

@@ -10,7 +10,7 @@ import (
 	"github.com/igwlab/igwlab/runner/stack"
 )
 
-// InterruptedUpError is a `pulumi up` stopped by Ctrl-C. State says what the stack was left
+// InterruptedUpError is a scenario switch (config set, then `pulumi up`) stopped by Ctrl-C. State says what the stack was left
 // in, read back from the stack's state after the CLI stopped.
 type InterruptedUpError struct {
 	Scenario string
@@ -19,7 +19,7 @@ type InterruptedUpError struct {
 }
 
 func (e *InterruptedUpError) Error() string {
-	return fmt.Sprintf("pulumi up for %s was interrupted: %s", e.Scenario, e.State)
+	return fmt.Sprintf("switching the stack to %s was interrupted: %s", e.Scenario, e.State)
 }
 
 func (e *InterruptedUpError) Unwrap() error { return e.Err }
@@ -38,12 +38,20 @@ func upInterrupted(st stack.Stack, scenario string, err error, progress io.Write
 		state = fmt.Sprintf("could not read the stack's state to check it (%v); `pulumi stack export -s %s` shows it", perr, st.Name())
 	case len(pending) == 0:
 		state = fmt.Sprintf("Pulumi stopped cleanly and the stack is consistent (no operation left pending); "+
-			"its config now names %s, which may be only partly applied: `pulumi preview -s %s --diff` shows what is left and `pulumi up -s %s` finishes it",
+			"its config may already name %s, which may be only partly applied: `pulumi preview -s %s --diff` shows what is left and `pulumi up -s %s` finishes it",
 			scenario, st.Name(), st.Name())
 	default:
 		state = fmt.Sprintf("%d operation(s) were still in flight when Pulumi stopped (%s); "+
 			"run `pulumi refresh -s %s --clear-pending-creates` before the next update",
 			len(pending), strings.Join(pending, ", "), st.Name())
+	}
+	// An interrupted update keeps its lock on a self-managed (file or bucket) backend, and the
+	// next `pulumi up` then fails with "another update is in progress". The update was ours and
+	// it has stopped, so its lock is released here.
+	if cerr := st.Cancel(ctx); cerr != nil {
+		state += fmt.Sprintf("; the interrupted update's lock may remain (%v): `pulumi cancel -s %s` releases it", cerr, st.Name())
+	} else {
+		state += "; igwlab released the interrupted update's lock on the stack (pulumi cancel), so the next update can run"
 	}
 	if progress != nil {
 		fmt.Fprintf(progress, "stack %s: %s\n", st.Name(), state)

@@ -31,6 +31,22 @@ type StackLocal struct {
 
 // Apply implements Target.
 func (s *StackLocal) Apply(ctx context.Context, sc stacks.Scenario) error {
+	if err := s.switchStack(ctx, sc); err != nil {
+		if ctx.Err() != nil {
+			return upInterrupted(s.Stack, sc.Name, err, s.Progress)
+		}
+		return err
+	}
+	setup, err := ReadRendered(s.RenderDir)
+	if err != nil {
+		return err
+	}
+	s.Pool.Apply(setup)
+	return nil
+}
+
+// switchStack sets the scenario and its knobs in the stack's config and runs `pulumi up`.
+func (s *StackLocal) switchStack(ctx context.Context, sc stacks.Scenario) error {
 	// The local run's knobs (the lab's plus any local departure) go to the stack as an
 	// override, so the rendered filter is exactly what this run measures.
 	kn := map[string]string{}
@@ -45,16 +61,8 @@ func (s *StackLocal) Apply(ctx context.Context, sc stacks.Scenario) error {
 		return err
 	}
 	if _, err := s.Stack.Up(ctx, s.Progress); err != nil {
-		if ctx.Err() != nil {
-			return upInterrupted(s.Stack, sc.Name, err, s.Progress)
-		}
 		return fmt.Errorf("pulumi up for %s: %w", sc.Name, err)
 	}
-	setup, err := ReadRendered(s.RenderDir)
-	if err != nil {
-		return err
-	}
-	s.Pool.Apply(setup)
 	return nil
 }
 
