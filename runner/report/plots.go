@@ -3,17 +3,13 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
-	"math"
 	"sort"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/igwlab/igwlab/runner/analysis"
 )
@@ -87,52 +83,6 @@ func Plots(r *Run) ([]Plot, error) {
 		}
 	}
 	return out, nil
-}
-
-func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
-	c := vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(120), vgimg.UseBackgroundColor(color.White))}
-	p.Draw(draw.New(c))
-	var b bytes.Buffer
-	if _, err := c.WriteTo(&b); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
-
-func newPlot(title, x, y string) *plot.Plot {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = x
-	p.Y.Label.Text = y
-	p.Legend.Top = true
-	return p
-}
-
-// hbars draws one horizontal bar per scenario.
-func hbars(title, xlabel string, rs []*analysis.Result, value func(*analysis.Result) float64, colorOf func(*analysis.Result) color.Color) (*plot.Plot, error) {
-	p := newPlot(title, xlabel, "")
-	names := make([]string, len(rs))
-	for i, s := range rs {
-		names[len(rs)-1-i] = s.Name
-		v := plotter.Values{}
-		for j := range rs {
-			if j == len(rs)-1-i {
-				v = append(v, value(s))
-			} else {
-				v = append(v, 0)
-			}
-		}
-		bc, err := plotter.NewBarChart(v, vg.Points(9))
-		if err != nil {
-			return nil, err
-		}
-		bc.Horizontal = true
-		bc.LineStyle.Width = 0
-		bc.Color = colorOf(s)
-		p.Add(bc)
-	}
-	p.NominalY(names...)
-	return p, nil
 }
 
 func clientColor(s *analysis.Result) color.Color {
@@ -225,33 +175,6 @@ func perPodPlot(r *Run) (*Plot, error) {
 	return &Plot{Name: "per_pod_connections.png", Title: "Connections per pod",
 		Caption: "Where the connections landed. Without rotation a dialing client's one connection, or fortio's two, sit on one or two pods; a stream cap makes only the dialing client open more; count rotation spreads both.",
 		PNG:     png}, err
-}
-
-func groupedBars(title, ylabel string, rs []*analysis.Result, series []string, values []func(*analysis.Result) float64) (*plot.Plot, error) {
-	p := newPlot(title, "", ylabel)
-	w := vg.Points(10)
-	for i := range series {
-		v := make(plotter.Values, len(rs))
-		for j, s := range rs {
-			v[j] = values[i](s)
-		}
-		bc, err := plotter.NewBarChart(v, w)
-		if err != nil {
-			return nil, err
-		}
-		bc.Color, bc.LineStyle.Width = palette[i%len(palette)], 0
-		bc.Offset = w * vg.Length(float64(i)-float64(len(series)-1)/2)
-		p.Add(bc)
-		p.Legend.Add(series[i], bc)
-	}
-	names := make([]string, len(rs))
-	for i, s := range rs {
-		names[i] = s.Name
-	}
-	p.NominalX(names...)
-	p.X.Tick.Label.Rotation = math.Pi / 5
-	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
-	return p, nil
 }
 
 func goawayPlot(r *Run) (*Plot, error) {
@@ -357,33 +280,6 @@ func pausePlot(r *Run) (*Plot, error) {
 		Caption: "How often the gateway stopped reading an upstream because a downstream buffer was over its watermark (H-D, scenario 08).", PNG: png}, err
 }
 
-// lines draws one line per named series against time.
-func lines(title, ylabel string, xs []float64, ys map[string][]float64) (*plot.Plot, error) {
-	p := newPlot(title, "seconds into the window", ylabel)
-	names := make([]string, 0, len(ys))
-	for n := range ys {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for i, n := range names {
-		pts := make(plotter.XYs, 0, len(xs))
-		for j, x := range xs {
-			if j < len(ys[n]) {
-				pts = append(pts, plotter.XY{X: x, Y: ys[n][j]})
-			}
-		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return nil, err
-		}
-		l.Color, l.Width = palette[i%len(palette)], vg.Points(1.5)
-		p.Add(l)
-		p.Legend.Add(n, l)
-	}
-	p.Y.Min = 0
-	return p, nil
-}
-
 func leadPlot(r *Run) (*Plot, error) {
 	s := r.Series["02-trigger"]
 	if s == nil || len(s.Elapsed) < 2 {
@@ -401,26 +297,6 @@ func leadPlot(r *Run) (*Plot, error) {
 	png, err := stack(8*vg.Inch, []*plot.Plot{top, bottom}, []vg.Length{3 * vg.Inch, 3 * vg.Inch})
 	return &Plot{Name: "he_timeseries.png", Title: "CV and p99 over 02-trigger",
 		Caption: "Through the whole window the CV of active connections sits at sqrt(n-1), one pod holding everything, while the gateway p99 holds at the hot worker's queueing delay. The CV says where the problem is from the moment the connection lands; p99 only says that there is one.", PNG: png}, err
-}
-
-// stack draws plots one above the other, each with its own height.
-func stack(w vg.Length, ps []*plot.Plot, heights []vg.Length) ([]byte, error) {
-	var total vg.Length
-	for _, h := range heights {
-		total += h
-	}
-	img := vgimg.NewWith(vgimg.UseWH(w, total), vgimg.UseDPI(120), vgimg.UseBackgroundColor(color.White))
-	dc := draw.New(img)
-	var used vg.Length // from the top
-	for i, p := range ps {
-		p.Draw(draw.Crop(dc, 0, 0, total-used-heights[i], -used))
-		used += heights[i]
-	}
-	var b bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&b); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
 }
 
 func filterPlot(r *Run) (*Plot, error) {
