@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,7 +98,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	o.Only = strings.Split(*only, ",")
 	for _, p := range o.Only {
-		if !contains(allParts, p) {
+		if !slices.Contains(allParts, p) {
 			return fmt.Errorf("-only %q: allowed %s", p, strings.Join(allParts, ","))
 		}
 	}
@@ -126,7 +127,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // Measure runs the selected parts.
 func Measure(ctx context.Context, o Options, progress io.Writer) (*Report, error) {
 	rep := &Report{Date: o.Now().UTC(), Cores: runtime.NumCPU(), Go: runtime.Version(), CPU: cpuModel(), Skipped: map[string]string{}}
-	if contains(o.Only, "clients") {
+	if slices.Contains(o.Only, "clients") {
 		c, err := clientBench(ctx, o, progress)
 		if err != nil {
 			return nil, fmt.Errorf("client comparison: %w", err)
@@ -138,7 +139,7 @@ func Measure(ctx context.Context, o Options, progress io.Writer) (*Report, error
 			Goal{Name: "h2dial vs fortio, requests per client CPU-second", Want: ">= 2.5", Measured: f, Unit: "x", Met: f >= 2.5},
 			Goal{Name: "h2dial vs h2load, requests per client CPU-second", Want: ">= 0.35", Measured: h, Unit: "x", Met: h >= 0.35})
 	}
-	if contains(o.Only, "harness") {
+	if slices.Contains(o.Only, "harness") {
 		h, err := harnessBench(ctx, o, progress)
 		if err != nil {
 			return nil, fmt.Errorf("harness capacity: %w", err)
@@ -147,7 +148,7 @@ func Measure(ctx context.Context, o Options, progress io.Writer) (*Report, error
 		rep.Goals = append(rep.Goals, Goal{Name: "harness capacity (busy time and rate within 5% of offered)", Want: ">= 20000",
 			Measured: h.CapacityRPS, Unit: " rps", Met: h.CapacityRPS >= 20000})
 	}
-	if contains(o.Only, "suite") {
+	if slices.Contains(o.Only, "suite") {
 		st, err := suiteBench(ctx, o, progress)
 		if err != nil {
 			return nil, fmt.Errorf("suite time: %w", err)
@@ -155,7 +156,7 @@ func Measure(ctx context.Context, o Options, progress io.Writer) (*Report, error
 		rep.Suite = st
 		rep.Goals = append(rep.Goals, Goal{Name: "local suite wall time, defaults", Want: "<= 180", Measured: st.WallS, Unit: " s", Met: st.WallS <= 180})
 	}
-	if contains(o.Only, "flip") {
+	if slices.Contains(o.Only, "flip") {
 		if o.PulumiBin == "" {
 			rep.Skipped["flip"] = "no Pulumi CLI: set -pulumi-bin or IGWLAB_PULUMI_BIN (make bench builds it with make tools)"
 		} else {
@@ -235,15 +236,6 @@ func fmtList(vs []float64) string {
 		parts[i] = fmt.Sprintf("%.2f", v)
 	}
 	return strings.Join(parts, " ")
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // cpuModel names the processor, for reading results later (Linux only).

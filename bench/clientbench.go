@@ -7,9 +7,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/igwlab/igwlab/runner/analysis"
 )
 
 // startServer starts the reference server as its own process, so its CPU is not the client's.
@@ -127,14 +128,10 @@ func median[T any](xs []T, f func(T) float64) float64 {
 	return medianOf(vs)
 }
 
+// medianOf is analysis.Median, with 0 rather than NaN for no values, since JSON has no NaN.
 func medianOf(vs []float64) float64 {
 	if len(vs) == 0 {
 		return 0
 	}
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return analysis.Median(vs)
 }

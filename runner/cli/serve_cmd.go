@@ -11,7 +11,6 @@ import (
 
 	"github.com/igwlab/igwlab/dashboard"
 	"github.com/igwlab/igwlab/runner/atomicfile"
-
 	"github.com/igwlab/igwlab/runner/suite"
 	"github.com/igwlab/igwlab/runner/target"
 	"github.com/igwlab/igwlab/stacks"

@@ -89,58 +89,36 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		command = prev.Command
 	}
-	only, skip, pf, sf := a.only, a.skip, &a.pf, &a.sf
-	targetName, skipEval, duration, repeat, out, catalogDir, quiet, asJSON :=
-		a.targetName, a.skipEval, a.duration, a.repeat, a.out, a.catalog, a.quiet, a.asJSON
-	if *duration != 0 && (*duration < time.Second || *duration > 24*time.Hour) {
-		return usagef("--duration %s: allowed 1s..24h", *duration)
+	if d := *a.duration; d != 0 && (d < time.Second || d > 24*time.Hour) {
+		return usagef("--duration %s: allowed 1s..24h", d)
 	}
-	if *repeat < 1 || *repeat > 100 {
-		return usagef("--repeat %d: allowed 1..100", *repeat)
+	if *a.repeat < 1 || *a.repeat > 100 {
+		return usagef("--repeat %d: allowed 1..100", *a.repeat)
 	}
-	cat, err := loadCatalog(*catalogDir)
+	cat, err := loadCatalog(*a.catalog)
 	if err != nil {
 		return err
 	}
-	if _, err := cat.Select(only, skip); err != nil {
+	if _, err := cat.Select(a.only, a.skip); err != nil {
 		return UsageError{err}
 	}
-	var t target.Target
-	switch *targetName {
-	case stacks.TargetLocal:
-		cfg, err := pf.config()
-		if err != nil {
-			return err
-		}
-		l, err := target.NewLocal(cfg)
-		if err != nil {
-			return err
-		}
-		t = l
-	case "k3d", "existing":
-		var pulumiOut io.Writer = stderr
-		if *quiet {
-			pulumiOut = nil
-		}
-		if t, err = clusterTarget(ctx, *targetName, sf, pulumiOut); err != nil {
-			return err
-		}
-	default:
-		return usagef("--target %q: allowed local, k3d, existing", *targetName)
+	t, err := a.target(ctx, stderr)
+	if err != nil {
+		return err
 	}
 	defer t.Close()
 	var progress io.Writer = stderr
-	if *quiet {
+	if *a.quiet {
 		progress = nil
 	}
-	sum, err := suite.Run(ctx, suite.Options{Target: t, TargetName: *targetName, Catalog: cat, Only: only, Skip: skip,
-		SkipEval: *skipEval, Duration: *duration, Repeat: *repeat, OutDir: *out, Progress: progress,
+	sum, err := suite.Run(ctx, suite.Options{Target: t, TargetName: *a.targetName, Catalog: cat, Only: a.only, Skip: a.skip,
+		SkipEval: *a.skipEval, Duration: *a.duration, Repeat: *a.repeat, OutDir: *a.out, Progress: progress,
 		RunDir: *a.resume, Resume: prev, Command: command,
 		ProgressTTY: progress != nil && isTerminal(stderr), ProgressWidth: termWidth(stderr)})
 	if sum == nil {
 		return err
 	}
-	if *asJSON {
+	if *a.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if e := enc.Encode(sum); e != nil {
@@ -158,4 +136,27 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			err, sum.Dir, sum.Dir)
 	}
 	return err
+}
+
+// target starts the local pool or opens the lab's stack, as --target says.
+func (a *suiteArgs) target(ctx context.Context, stderr io.Writer) (target.Target, error) {
+	switch *a.targetName {
+	case stacks.TargetLocal:
+		cfg, err := a.pf.config()
+		if err != nil {
+			return nil, err
+		}
+		l, err := target.NewLocal(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	case "k3d", "existing":
+		var pulumiOut io.Writer = stderr
+		if *a.quiet {
+			pulumiOut = nil
+		}
+		return clusterTarget(ctx, *a.targetName, &a.sf, pulumiOut)
+	}
+	return nil, usagef("--target %q: allowed local, k3d, existing", *a.targetName)
 }
