@@ -78,8 +78,7 @@ func (a admins) read(ctx context.Context, p target.Pod, path string) ([]byte, er
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			err = fmt.Errorf("no answer within %s", timeout)
 		}
-		// The target may name the pod and path itself; say it once, in the summary below.
-		failed = append(failed, strings.TrimPrefix(err.Error(), fmt.Sprintf("pod %s admin %s: ", p.Name, path)))
+		failed = append(failed, err.Error())
 		if ctx.Err() != nil {
 			break
 		}
