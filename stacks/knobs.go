@@ -75,7 +75,8 @@ type KnobSpec struct {
 	// Min and Max bound Uint32 values; MinD and MaxD bound durations.
 	Min, Max   uint64
 	MinD, MaxD time.Duration
-	// Default is Envoy's default (Envoy 1.35, the proxy of Istio 1.27) as text.
+	// Default is the value in force on an Istio 1.27 gateway (Envoy 1.35) when the knob is not
+	// set, as text: Envoy's default, unless Istio sets its own.
 	Default string
 	// Unit names the unit of the value.
 	Unit string
@@ -91,7 +92,7 @@ const maxProtoDuration = 10 * 365 * 24 * time.Hour
 var Registry = []KnobSpec{
 	{Path: "hcm.http2_protocol_options.max_concurrent_streams", Type: Uint32, Min: 1, Max: 2147483647,
 		Default: "2147483647", Unit: "streams",
-		Doc: "SETTINGS_MAX_CONCURRENT_STREAMS advertised to clients; a stream over it is refused (REFUSED_STREAM)."},
+		Doc: "SETTINGS_MAX_CONCURRENT_STREAMS advertised to clients; a stream over it is refused (REFUSED_STREAM) until the client acknowledges the setting, and is a connection error (GOAWAY PROTOCOL_ERROR) after."},
 	{Path: "hcm.http2_protocol_options.initial_stream_window_size", Type: Uint32, Min: 65535, Max: 2147483647,
 		Default: "268435456", Unit: "bytes",
 		Doc: "per-stream HTTP/2 receive window, also the soft limit of bytes buffered per stream."},
@@ -108,8 +109,8 @@ var Registry = []KnobSpec{
 		Default: "3600s", Unit: "duration",
 		Doc: "a connection with no active stream for this long drains; 0s disables."},
 	{Path: "hcm.stream_idle_timeout", Type: DurationKnob, MinD: 0, MaxD: maxProtoDuration,
-		Default: "300s", Unit: "duration",
-		Doc: "a stream with no activity for this long is reset; 0s disables."},
+		Default: "0s", Unit: "duration",
+		Doc: "a stream with no activity for this long is reset; 0s disables (Istio sets 0s on every HTTP connection manager; Envoy's own default is 300s)."},
 	{Path: "hcm.drain_timeout", Type: DurationKnob, MinD: 0, MaxD: maxProtoDuration,
 		Default: "5s", Unit: "duration",
 		Doc: "time between the GOAWAY shutdown notice and the final GOAWAY of a draining HTTP/2 connection."},

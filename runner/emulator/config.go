@@ -28,12 +28,13 @@ type listenerConfig struct {
 	waypoint bool
 }
 
-// Envoy 1.35 defaults (Istio 1.27's proxy).
+// Envoy 1.35 defaults as Istio 1.27's gateway runs them: Istio sets stream_idle_timeout to 0
+// (off) on every HTTP connection manager it builds; the rest are Envoy's own.
 const (
 	defaultMaxConcurrentStreams = 2147483647
 	defaultWindow               = 268435456
 	defaultIdleTimeout          = time.Hour
-	defaultStreamIdleTimeout    = 5 * time.Minute
+	defaultStreamIdleTimeout    = 0
 	defaultDrainTimeout         = 5 * time.Second
 	defaultBufferLimit          = 1 << 20
 )
@@ -94,6 +95,12 @@ func setDur(dst *time.Duration, v *stacks.Duration) {
 	}
 }
 
+// listenerLevelDiffers says whether o changes the listener itself rather than only its filter
+// chain: those fields make Envoy replace the listener instead of updating it in place.
+func (c *listenerConfig) listenerLevelDiffers(o *listenerConfig) bool {
+	return c.bufferLimit != o.bufferLimit || c.exactBalance != o.exactBalance || c.reusePort != o.reusePort
+}
+
 // highWatermark and lowWatermark of a connection's write buffer: above high the gateway stops
 // reading from upstreams, and resumes below low (Envoy resumes at half the limit).
 func (c *listenerConfig) highWatermark() int64 {
@@ -104,3 +111,7 @@ func (c *listenerConfig) highWatermark() int64 {
 }
 
 func (c *listenerConfig) lowWatermark() int64 { return c.highWatermark() / 2 }
+
+// streamBufferLimit is Envoy's per-stream buffer limit: the HTTP/2 codec sets it to
+// initial_stream_window_size and applies it to each stream's receive and send buffers.
+func (c *listenerConfig) streamBufferLimit() int64 { return int64(c.streamWindow) }

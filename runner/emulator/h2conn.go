@@ -17,14 +17,17 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
-// serverConn serves one downstream HTTP/2 connection on one worker, with Envoy's connection
-// semantics: SETTINGS from the knobs, REFUSED_STREAM over the stream limit, the two-step
-// GOAWAY drain (shutdown notice, then after drain_timeout the final GOAWAY) for
-// max_requests_per_connection, max_connection_duration, idle timeout and listener updates,
-// and a write buffer whose watermarks pause upstream reads.
+// serverConn serves one downstream HTTP/2 connection on one worker, as Envoy's HTTP connection
+// manager does over its default codec, nghttp2: SETTINGS from the knobs; a stream over an
+// acknowledged stream cap is a connection error, over a cap not yet acknowledged it is
+// refused; the receive windows are enforced and returned as data is consumed; each stream's
+// response is buffered up to the per-stream limit; the two-step GOAWAY drain; and control
+// frames that answer the client wait for the worker, as everything of a connection does in
+// Envoy. docs/envoy-conformance.md names the Envoy and nghttp2 source for each behaviour.
 //
 // Frames are read and written with golang.org/x/net/http2's Framer and hpack. One goroutine
-// reads, one writes what the stream handlers queue, and each stream has its own handler.
+// reads, one writes what the stream handlers queue, one runs control frames in the worker's
+// order, and each stream has its own handler.
 type serverConn struct {
 	h      *hcm
 	w      *Worker
@@ -46,16 +49,28 @@ type serverConn struct {
 	queued  atomic.Int64 // bytes encoded and not yet written to the socket
 	wclosed bool
 
-	// Stream and flow-control state, under mu; cond wakes writers waiting for window or for
-	// the write buffer to drain.
-	mu              sync.Mutex
-	cond            *sync.Cond
-	streams         map[uint32]*stream
-	maxClientID     uint32
-	connSendWindow  int64
-	peerInitWindow  int64
-	peerMaxFrame    atomic.Uint32
-	connRecvUnacked int64
+	// ctrl runs control frames once the worker has done the work booked before them.
+	ctrl chan ctrlItem
+
+	// Stream and flow-control state, under mu; cond wakes writers waiting for window, for the
+	// write buffer to drain or for a stream's send buffer to empty.
+	mu             sync.Mutex
+	cond           *sync.Cond
+	streams        map[uint32]*stream
+	open           uint32 // streams not yet closed in HTTP/2's sense: what the cap counts
+	maxClientID    uint32 // highest stream id received
+	lastAccepted   uint32 // last stream accepted (nghttp2's last processed stream)
+	connSendWindow int64
+	peerInitWindow int64
+	peerMaxFrame   atomic.Uint32
+	blocked        []*stream // streams with response data waiting for a window
+	// Receive side (nghttp2's local window): what the client may still send on the connection,
+	// and bytes consumed and not yet returned to it in a WINDOW_UPDATE.
+	connRecvWindow int64
+	connConsumed   int64
+	// ackedMaxStreams is nghttp2's local_settings.max_concurrent_streams: unlimited until the
+	// client acknowledges our SETTINGS, then the cap.
+	ackedMaxStreams uint32
 	requests        uint64
 	drain           drainState
 	drainReason     string
@@ -63,18 +78,33 @@ type serverConn struct {
 	peerGoneAway    bool
 	idleTimer       *time.Timer
 	lastActive      time.Time
-	settingsAcked   bool
 	atCap           bool
+
+	// listenerDraining is set when the listener this connection was accepted on is replaced:
+	// the connection manager's drain decision then says "close" at the next response.
+	listenerDraining atomic.Bool
+	// closedByUs records that the gateway closed the connection (after a drain, on a protocol
+	// error, when its listener or pod went away); otherwise the client did.
+	closedByUs atomic.Bool
+	// delayedClose is set once the gateway decided to close and is waiting for the client to
+	// close first; input is ignored from then on.
+	delayedClose    atomic.Bool
+	listenerRemoved atomic.Bool
 	closeOnce       sync.Once
 }
 
 const clientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
+// unlimitedStreams is nghttp2's NGHTTP2_DEFAULT_MAX_CONCURRENT_STREAMS, the local cap in force
+// before the client acknowledges ours.
+const unlimitedStreams = 0xffffffff
+
 func newServerConn(h *hcm, w *Worker, cfg *listenerConfig, nc net.Conn) *serverConn {
 	sc := &serverConn{
 		h: h, w: w, cfg: cfg, nc: nc, opened: time.Now(),
-		out: &bytes.Buffer{}, spare: &bytes.Buffer{}, kick: make(chan struct{}, 1),
+		out: &bytes.Buffer{}, spare: &bytes.Buffer{}, kick: make(chan struct{}, 1), ctrl: make(chan ctrlItem, 256),
 		streams: map[uint32]*stream{}, connSendWindow: 65535, peerInitWindow: 65535,
+		connRecvWindow: int64(cfg.connWindow), ackedMaxStreams: unlimitedStreams,
 	}
 	sc.peerMaxFrame.Store(16384)
 	sc.cond = sync.NewCond(&sc.mu)
@@ -141,14 +171,17 @@ func (sc *serverConn) writeLoop() {
 	}
 }
 
-// serve runs the connection until it closes. The caller has counted the connection open.
+// serve runs the connection until it closes. The caller has counted the connection open. When
+// the read side ends without the gateway having closed first, the client closed it.
 func (sc *serverConn) serve() {
 	defer sc.close("")
 	go sc.writeLoop()
+	go sc.ctrlLoop()
 	preface := make([]byte, len(clientPreface))
 	_ = sc.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.ReadFull(sc.br, preface); err != nil || string(preface) != clientPreface {
 		sc.h.protocolErrors.Inc()
+		sc.closedByUs.Store(true)
 		return
 	}
 	_ = sc.nc.SetReadDeadline(time.Time{})
@@ -169,20 +202,40 @@ func (sc *serverConn) serve() {
 		if err != nil {
 			var ce http2.ConnectionError
 			if errors.As(err, &ce) {
-				sc.h.protocolErrors.Inc()
-				sc.goAwayNow(http2.ErrCode(ce))
+				sc.connectionError(http2.ErrCode(ce))
 			}
 			return
 		}
 		if err := sc.onFrame(f); err != nil {
-			sc.h.protocolErrors.Inc()
-			sc.goAwayNow(http2.ErrCodeProtocol)
+			var ce connError
+			if !errors.As(err, &ce) {
+				ce.code = http2.ErrCodeProtocol
+			}
+			sc.connectionError(ce.code)
 			return
 		}
 	}
 }
 
+// connError is a connection error with its HTTP/2 code.
+type connError struct {
+	code http2.ErrCode
+	why  string
+}
+
+func (e connError) Error() string { return e.code.String() + ": " + e.why }
+
+// connectionError ends the connection as Envoy does on a codec error: a GOAWAY with the code,
+// downstream_cx_protocol_error, and a close.
+func (sc *serverConn) connectionError(code http2.ErrCode) {
+	sc.h.protocolErrors.Inc()
+	sc.goAwayNow(code)
+}
+
 func (sc *serverConn) onFrame(f http2.Frame) error {
+	if sc.delayedClose.Load() {
+		return nil // Envoy ignores reads while it waits to close
+	}
 	switch f := f.(type) {
 	case *http2.SettingsFrame:
 		return sc.onSettings(f)
@@ -191,17 +244,26 @@ func (sc *serverConn) onFrame(f http2.Frame) error {
 	case *http2.DataFrame:
 		return sc.onData(f)
 	case *http2.WindowUpdateFrame:
-		return sc.onWindowUpdate(f)
+		id, inc := f.StreamID, int64(f.Increment)
+		sc.later(func() error { return sc.onWindowUpdate(id, inc) })
 	case *http2.PingFrame:
 		if !f.IsAck() {
-			sc.wmu.Lock()
-			_ = sc.fr.WritePing(true, f.Data)
-			sc.flush()
-			sc.wmu.Unlock()
+			data := f.Data
+			sc.later(func() error {
+				sc.wmu.Lock()
+				_ = sc.fr.WritePing(true, data)
+				sc.flush()
+				sc.wmu.Unlock()
+				return nil
+			})
 		}
 	case *http2.RSTStreamFrame:
 		sc.mu.Lock()
 		st := sc.streams[f.StreamID]
+		if st != nil {
+			st.reset_ = true // closed at once: the client may open another in its place
+			sc.closeIfDoneLocked(st)
+		}
 		sc.mu.Unlock()
 		if st != nil {
 			sc.h.rxReset.Inc()
@@ -221,10 +283,12 @@ func (sc *serverConn) onFrame(f http2.Frame) error {
 	return nil
 }
 
+// onSettings applies the client's settings at once, in order with the frames around it, and
+// acknowledges them once the worker gets to it. A SETTINGS ACK puts our stream cap in force.
 func (sc *serverConn) onSettings(f *http2.SettingsFrame) error {
 	if f.IsAck() {
 		sc.mu.Lock()
-		sc.settingsAcked = true
+		sc.ackedMaxStreams = sc.cfg.maxConcurrentStreams
 		sc.mu.Unlock()
 		return nil
 	}
@@ -235,7 +299,7 @@ func (sc *serverConn) onSettings(f *http2.SettingsFrame) error {
 		switch s.ID {
 		case http2.SettingInitialWindowSize:
 			if s.Val > 1<<31-1 {
-				err = errors.New("initial window too large")
+				err = connError{http2.ErrCodeFlowControl, "initial window too large"}
 				return err
 			}
 			delta := int64(s.Val) - sc.peerInitWindow
@@ -251,67 +315,25 @@ func (sc *serverConn) onSettings(f *http2.SettingsFrame) error {
 		}
 		return nil
 	})
+	if err == nil {
+		sc.flushAllLocked()
+	}
 	sc.cond.Broadcast()
 	sc.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	sc.wmu.Lock()
-	if tableSize != nil {
-		sc.henc.SetMaxDynamicTableSizeLimit(*tableSize)
-	}
-	_ = sc.fr.WriteSettingsAck()
-	sc.flush()
-	sc.wmu.Unlock()
-	return nil
-}
-
-func (sc *serverConn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if f.StreamID == 0 {
-		sc.connSendWindow += int64(f.Increment)
-		if sc.connSendWindow > 1<<31-1 {
-			return errors.New("connection window overflow")
+	sc.later(func() error {
+		sc.wmu.Lock()
+		if tableSize != nil {
+			sc.henc.SetMaxDynamicTableSizeLimit(*tableSize)
 		}
-	} else if st := sc.streams[f.StreamID]; st != nil {
-		st.sendWindow += int64(f.Increment)
-	}
-	sc.cond.Broadcast()
+		_ = sc.fr.WriteSettingsAck()
+		sc.flush()
+		sc.wmu.Unlock()
+		return nil
+	})
 	return nil
-}
-
-func (sc *serverConn) onData(f *http2.DataFrame) error {
-	n := int64(f.Length)
-	sc.mu.Lock()
-	st := sc.streams[f.StreamID]
-	sc.connRecvUnacked += n
-	ackConn := sc.connRecvUnacked >= int64(sc.cfg.connWindow)/2
-	if ackConn {
-		n2 := sc.connRecvUnacked
-		sc.connRecvUnacked = 0
-		defer sc.sendWindowUpdate(0, n2)
-	}
-	sc.mu.Unlock()
-	sc.h.rxBytes.Add(n)
-	if st == nil {
-		return nil // a stream already finished or reset: the bytes still count against the connection window
-	}
-	if !st.recv(f.Data(), f.StreamEnded()) {
-		st.reset(http2.ErrCodeFlowControl)
-		st.abort(errors.New("client exceeded the stream's flow-control window"))
-	}
-	return nil
-}
-
-func (sc *serverConn) sendWindowUpdate(id uint32, n int64) {
-	if n <= 0 {
-		return
-	}
-	sc.wmu.Lock()
-	_ = sc.fr.WriteWindowUpdate(id, uint32(n))
-	sc.flush()
-	sc.wmu.Unlock()
 }
 
 func (sc *serverConn) onHeaders(f *http2.MetaHeadersFrame) error {
@@ -331,22 +353,30 @@ func (sc *serverConn) onHeaders(f *http2.MetaHeadersFrame) error {
 	}
 	sc.maxClientID = id
 	sc.lastActive = time.Now()
+	open := sc.open
 	switch {
-	case sc.drain == finalSent || sc.closing:
-		// After the final GOAWAY the client must not open streams; refuse so it retries elsewhere.
+	case open >= sc.ackedMaxStreams:
+		// nghttp2: "request HEADERS: max concurrent streams exceeded", a connection error.
 		sc.mu.Unlock()
-		sc.refuse(id)
+		return connError{http2.ErrCodeProtocol, "max concurrent streams exceeded"}
+	case sc.closing || sc.drain == finalSent && sc.h.pod.pool.cfg.Codec == CodecNghttp2:
+		// nghttp2 ignores a stream opened after its final GOAWAY: no reply; the client learns
+		// from the GOAWAY's last stream id that it was not processed. oghttp2, Envoy 1.35's
+		// default codec, has no such check and serves it.
+		sc.mu.Unlock()
 		return nil
-	case uint32(len(sc.streams)) >= sc.cfg.maxConcurrentStreams:
+	case open >= sc.cfg.maxConcurrentStreams:
+		// Over a cap the client has not acknowledged yet: refuse this stream only.
 		sc.mu.Unlock()
 		sc.h.refused.Inc()
-		sc.h.pod.pool.obs.refused.Add(1)
 		sc.refuse(id)
 		return nil
 	}
 	st := newStream(sc, id, f, sc.peerInitWindow)
 	sc.streams[id] = st
-	sc.atCap = sc.h.pod.pool.obs.streams(int64(len(sc.streams)), int64(sc.cfg.maxConcurrentStreams), sc.atCap)
+	sc.open++
+	sc.lastAccepted = id
+	sc.atCap = sc.h.pod.pool.obs.streams(int64(sc.open), int64(sc.cfg.maxConcurrentStreams), sc.atCap)
 	sc.requests++
 	reqs := sc.requests
 	if sc.idleTimer != nil {
@@ -373,4 +403,43 @@ func (sc *serverConn) refuse(id uint32) {
 	_ = sc.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
 	sc.flush()
 	sc.wmu.Unlock()
+}
+
+// ctrlItem is a control frame's effect, due when the worker has done the work booked before it.
+type ctrlItem struct {
+	at time.Time
+	fn func() error
+}
+
+// later runs fn in the worker's order: an Envoy worker handles a connection's PING, SETTINGS
+// and WINDOW_UPDATE frames on its own event loop, after whatever it was busy with, so a
+// saturated worker answers a PING late and sends data a WINDOW_UPDATE allows late. Frames whose
+// effect is only the connection's state (a SETTINGS ACK, new settings, GOAWAY) apply at once,
+// keeping their order with the HEADERS around them.
+func (sc *serverConn) later(fn func() error) {
+	select {
+	case sc.ctrl <- ctrlItem{at: sc.w.Book(0), fn: fn}:
+	case <-sc.ctx.Done():
+	}
+}
+
+func (sc *serverConn) ctrlLoop() {
+	for {
+		select {
+		case <-sc.ctx.Done():
+			return
+		case it := <-sc.ctrl:
+			if sc.w.clock.SleepUntil(sc.ctx, it.at) != nil {
+				return
+			}
+			if err := it.fn(); err != nil {
+				var ce connError
+				if !errors.As(err, &ce) {
+					ce.code = http2.ErrCodeProtocol
+				}
+				sc.connectionError(ce.code)
+				return
+			}
+		}
+	}
 }

@@ -40,20 +40,25 @@ func (sc *serverConn) armTimers() {
 // startDrain begins Envoy's drain sequence: a GOAWAY with the largest stream id as a shutdown
 // notice, then after drain_timeout a GOAWAY with the last stream id really processed, then
 // close as soon as no stream is open. Clients move new requests to a new connection at the
-// notice; streams already open finish.
-func (sc *serverConn) startDrain(reason string) {
+// notice; streams already open finish. It reports whether this call started the drain.
+func (sc *serverConn) startDrain(reason string) bool {
 	sc.mu.Lock()
 	if sc.drain != notDraining || sc.closing {
 		sc.mu.Unlock()
-		return
+		return false
 	}
 	sc.drain = noticeSent
 	sc.drainReason = reason
 	sc.mu.Unlock()
 	sc.h.drainStarted.Inc()
 	sc.h.pod.pool.obs.drains.Add(1)
-	sc.writeGoAway(1<<31-1, http2.ErrCodeNo)
+	var debug []byte
+	if sc.h.pod.pool.cfg.Codec == CodecOghttp2 {
+		debug = []byte("graceful_shutdown") // oghttp2's StartGracefulShutdown says why
+	}
+	sc.writeGoAway(1<<31-1, http2.ErrCodeNo, debug)
 	time.AfterFunc(sc.cfg.drainTimeout, sc.finalGoAway)
+	return true
 }
 
 func (sc *serverConn) finalGoAway() {
@@ -63,20 +68,39 @@ func (sc *serverConn) finalGoAway() {
 		return
 	}
 	sc.drain = finalSent
-	last := sc.maxClientID
+	last := sc.lastStreamID()
 	empty := len(sc.streams) == 0
 	sc.mu.Unlock()
-	sc.writeGoAway(last, http2.ErrCodeNo)
+	sc.writeGoAway(last, http2.ErrCodeNo, nil)
+	sc.h.goAwayFinal.Inc()
 	if empty {
-		sc.h.drainClose.Inc()
 		sc.closeAfterFlush()
 	}
 }
 
-func (sc *serverConn) writeGoAway(last uint32, code http2.ErrCode) {
+// drainForListener is the connection manager's check of its listener's drain decision, made
+// as a response is encoded: with Istio's --drain-strategy immediate every connection of a
+// draining listener starts its drain at its next response, and only this drain counts in
+// downstream_cx_drain_close.
+func (sc *serverConn) drainForListener() {
+	if sc.startDrain("listener_drain") {
+		sc.h.drainClose.Inc()
+	}
+}
+
+// lastStreamID is the last stream id a final GOAWAY names (mu held): oghttp2 names the
+// highest stream id it received, nghttp2 the last stream it accepted.
+func (sc *serverConn) lastStreamID() uint32 {
+	if sc.h.pod.pool.cfg.Codec == CodecNghttp2 {
+		return sc.lastAccepted
+	}
+	return sc.maxClientID
+}
+
+func (sc *serverConn) writeGoAway(last uint32, code http2.ErrCode, debug []byte) {
 	sc.h.goAwaySent.Inc()
 	sc.wmu.Lock()
-	_ = sc.fr.WriteGoAway(last, code, nil)
+	_ = sc.fr.WriteGoAway(last, code, debug)
 	sc.flush()
 	sc.wmu.Unlock()
 }
@@ -84,23 +108,34 @@ func (sc *serverConn) writeGoAway(last uint32, code http2.ErrCode) {
 // goAwayNow sends a final GOAWAY with an error code and closes.
 func (sc *serverConn) goAwayNow(code http2.ErrCode) {
 	sc.mu.Lock()
-	last := sc.maxClientID
+	last := sc.lastStreamID()
 	sc.mu.Unlock()
-	sc.writeGoAway(last, code)
+	sc.writeGoAway(last, code, nil)
 	sc.closeAfterFlush()
 }
 
-// closeAfterFlush gives the writer a moment to put the last frames on the wire; closing a
-// socket with unread input makes the kernel send RST and lose them.
+// delayedCloseTimeout is the HCM's delayed_close_timeout default.
+const delayedCloseTimeout = time.Second
+
+// closeAfterFlush is Envoy's FlushWriteAndDelay close: the last frames go out, then the
+// gateway ignores further input and waits up to delayed_close_timeout for the client to close
+// first. A client that does is counted as the closing side (downstream_cx_destroy_remote);
+// otherwise the gateway closes (destroy_local, downstream_cx_delayed_close_timeout).
 func (sc *serverConn) closeAfterFlush() {
-	deadline := time.Now().Add(time.Second)
+	if !sc.delayedClose.CompareAndSwap(false, true) {
+		return
+	}
+	deadline := time.Now().Add(delayedCloseTimeout)
 	for sc.queued.Load() > 0 && time.Now().Before(deadline) && sc.ctx.Err() == nil {
 		time.Sleep(time.Millisecond)
 	}
-	if cw, ok := sc.nc.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite()
-	}
-	time.AfterFunc(100*time.Millisecond, func() { sc.close("") })
+	t := time.AfterFunc(time.Until(deadline), func() {
+		if sc.ctx.Err() == nil {
+			sc.h.delayedCloseTimeout.Inc()
+			sc.closeByUs("delayed close timeout")
+		}
+	})
+	go func() { <-sc.ctx.Done(); t.Stop() }()
 }
 
 // streamDone removes a finished stream and closes a draining connection that has none left.
@@ -111,7 +146,11 @@ func (sc *serverConn) streamDone(st *stream) {
 		return
 	}
 	delete(sc.streams, st.id)
-	sc.atCap = sc.h.pod.pool.obs.streams(int64(len(sc.streams)), int64(sc.cfg.maxConcurrentStreams), sc.atCap)
+	if !st.h2closed { // the handler gave up on a stream the client had not ended
+		st.h2closed = true
+		sc.open--
+	}
+	sc.atCap = sc.h.pod.pool.obs.streams(int64(sc.open), int64(sc.cfg.maxConcurrentStreams), sc.atCap)
 	empty := len(sc.streams) == 0
 	final := sc.drain == finalSent
 	peerGone := sc.peerGoneAway
@@ -121,14 +160,14 @@ func (sc *serverConn) streamDone(st *stream) {
 	sc.mu.Unlock()
 	sc.h.rqActive.Dec()
 	if empty && final {
-		sc.h.drainClose.Inc()
 		sc.closeAfterFlush()
 	} else if empty && peerGone {
 		sc.close("")
 	}
 }
 
-// close tears the connection down once.
+// close tears the connection down once. The side that closed is the gateway if it had
+// decided to (closedByUs), else the client.
 func (sc *serverConn) close(reason string) {
 	sc.closeOnce.Do(func() {
 		sc.mu.Lock()
@@ -151,6 +190,22 @@ func (sc *serverConn) close(reason string) {
 		for _, st := range streams {
 			st.abort(errors.New("connection closed"))
 		}
-		sc.h.connClosed(sc, reason)
+		sc.h.connClosed(sc, sc.closedByUs.Load(), len(streams) > 0, reason)
 	})
+}
+
+// closeByUs closes the connection at once from the gateway's side (its pod went away, its
+// delayed close timed out).
+func (sc *serverConn) closeByUs(reason string) {
+	sc.closedByUs.Store(true)
+	sc.close(reason)
+}
+
+// closeWithListener closes a connection whose listener (or filter chain) finished draining.
+// Envoy closes it without flushing; the streams still open on it are counted as
+// downstream_cx_destroy_remote_active_rq although the close is local, which Envoy's source
+// notes as a known misattribution.
+func (sc *serverConn) closeWithListener() {
+	sc.listenerRemoved.Store(true)
+	sc.closeByUs("listener drained")
 }

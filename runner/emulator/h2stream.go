@@ -16,7 +16,8 @@ import (
 )
 
 // stream is one request on a serverConn: its headers, its body as it arrives, and the
-// response side with HTTP/2 flow control and the connection's write-buffer watermarks.
+// response side with its own send buffer under HTTP/2 flow control and the connection's
+// write-buffer watermarks.
 type stream struct {
 	sc        *serverConn
 	id        uint32
@@ -35,11 +36,19 @@ type stream struct {
 	bodyEnded  bool
 	hasBody    bool // the request's HEADERS did not end the stream: a body follows
 	bodyErr    error
-	recvUnsent int64 // bytes consumed and not yet returned to the client as window
 	recvWindow int64 // bytes the client may still send on this stream
+	unconsumed int64 // bytes received while the buffer was over its limit, not yet given back
 
-	// Response side. sendWindow is under sc.mu.
-	sendWindow  int64
+	// Under sc.mu: window bookkeeping of what was consumed, and the response side.
+	consumed   int64 // consumed and not yet returned in a WINDOW_UPDATE
+	recvDone   bool  // the client ended its side: no more stream WINDOW_UPDATEs
+	sendWindow int64
+	pending    bytes.Buffer // response bytes waiting for the client's windows
+	endPending bool         // END_STREAM goes out with the last pending byte
+	blocked    bool         // on sc.blocked
+	reset_     bool         // RST_STREAM sent: nothing more goes out
+	h2closed   bool         // closed in HTTP/2's sense: no longer counted against the cap
+
 	wroteHeader bool
 	ended       bool
 	status      int
@@ -55,6 +64,7 @@ func newStream(sc *serverConn, id uint32, f *http2.MetaHeadersFrame, window int6
 		header:     make(http.Header, len(f.Fields)),
 		bodyEnded:  f.StreamEnded(),
 		hasBody:    !f.StreamEnded(),
+		recvDone:   f.StreamEnded(),
 		recvWindow: int64(sc.cfg.streamWindow),
 	}
 	st.bcond = sync.NewCond(&st.bmu)
@@ -63,14 +73,19 @@ func newStream(sc *serverConn, id uint32, f *http2.MetaHeadersFrame, window int6
 	}
 	st.ctx, st.cancel = context.WithCancelCause(sc.ctx)
 	if d := sc.cfg.streamIdleTimeout; d > 0 {
+		st.bmu.Lock() // the timer's function may run before this assignment is visible
 		st.idle = time.AfterFunc(d, st.onIdleTimeout)
+		st.bmu.Unlock()
 	}
 	return st
 }
 
 func (st *stream) touch() {
-	if st.idle != nil {
-		st.idle.Reset(st.sc.cfg.streamIdleTimeout)
+	st.bmu.Lock()
+	idle := st.idle
+	st.bmu.Unlock()
+	if idle != nil {
+		idle.Reset(st.sc.cfg.streamIdleTimeout)
 	}
 }
 
@@ -86,7 +101,9 @@ func (st *stream) onIdleTimeout() {
 }
 
 // recv appends request body bytes; end marks the end of the body. It reports false when the
-// client sent more than the stream's window allowed (a FLOW_CONTROL_ERROR).
+// client sent more than the stream's window allowed (a FLOW_CONTROL_ERROR). The bytes go back
+// to the client at once unless the stream's buffer is over its limit (Envoy stops giving
+// window to a stream whose buffer is overrun), and then as the upstream reads them.
 func (st *stream) recv(p []byte, end bool) bool {
 	st.bmu.Lock()
 	st.recvWindow -= int64(len(p))
@@ -95,16 +112,29 @@ func (st *stream) recv(p []byte, end bool) bool {
 		return false
 	}
 	st.body.Write(p)
+	overrun := int64(st.body.Len()) > st.sc.cfg.streamBufferLimit()
+	if overrun {
+		st.unconsumed += int64(len(p))
+	}
 	if end {
 		st.bodyEnded = true
 	}
 	st.bcond.Broadcast()
 	st.bmu.Unlock()
+	if end {
+		st.sc.mu.Lock()
+		st.sc.endRemoteLocked(st)
+		st.sc.mu.Unlock()
+	}
+	if !overrun {
+		st.sc.consume(st, int64(len(p)))
+	}
 	st.touch()
 	return true
 }
 
-// Read reads the request body, returning window to the client as it is consumed.
+// Read reads the request body for the upstream; once the buffer is below half its limit, the
+// bytes held back are given back to the client.
 func (st *stream) Read(p []byte) (int, error) {
 	st.bmu.Lock()
 	for st.body.Len() == 0 && !st.bodyEnded && st.bodyErr == nil {
@@ -119,23 +149,13 @@ func (st *stream) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	n, _ := st.body.Read(p)
-	st.recvUnsent += int64(n)
-	var ack int64
-	if st.recvUnsent >= int64(st.sc.cfg.streamWindow)/2 || st.bodyEnded {
-		ack, st.recvUnsent = st.recvUnsent, 0
-		st.recvWindow += ack
+	var give int64
+	if st.unconsumed > 0 && int64(st.body.Len()) <= st.sc.cfg.streamBufferLimit()/2 {
+		give, st.unconsumed = st.unconsumed, 0
 	}
 	st.bmu.Unlock()
-	if ack > 0 && !st.bodyEndedNow() {
-		st.sc.sendWindowUpdate(st.id, ack)
-	}
+	st.sc.consume(st, give)
 	return n, nil
-}
-
-func (st *stream) bodyEndedNow() bool {
-	st.bmu.Lock()
-	defer st.bmu.Unlock()
-	return st.bodyEnded
 }
 
 // abort ends the stream's work: the handler's context is cancelled and waits wake up.
@@ -156,24 +176,33 @@ func (st *stream) abort(err error) {
 var hopByHop = map[string]bool{"connection": true, "keep-alive": true, "proxy-connection": true,
 	"transfer-encoding": true, "upgrade": true, "te": true, "trailer": true}
 
-// writeHeader sends the response headers.
+// writeHeader sends the response headers. This is where Envoy's connection manager asks its
+// listener's drain decision whether to close the connection (encodeHeaders): on a draining
+// listener the response goes out behind a GOAWAY shutdown notice.
 func (st *stream) writeHeader(status int, h http.Header, end bool) error {
 	if st.ctx.Err() != nil {
 		return context.Cause(st.ctx)
 	}
+	sc := st.sc
+	if sc.listenerDraining.Load() {
+		sc.drainForListener()
+	}
 	st.wroteHeader, st.status = true, status
 	st.touch()
-	sc := st.sc
+	if end {
+		sc.mu.Lock() // mu before wmu: the stream is closed as its last frame is encoded
+		defer sc.mu.Unlock()
+	}
 	sc.wmu.Lock()
 	defer sc.wmu.Unlock()
 	sc.hbuf.Reset()
 	_ = sc.henc.WriteField(hpack.HeaderField{Name: ":status", Value: strconv.Itoa(status)})
 	encodeHeader(sc.henc, h)
 	err := st.writeBlock(sc.hbuf.Bytes(), end)
-	sc.flush()
 	if end {
-		st.ended = true
+		sc.endLocalLocked(st)
 	}
+	sc.flush()
 	return err
 }
 
@@ -214,64 +243,70 @@ func (st *stream) writeBlock(block []byte, end bool) error {
 	return nil
 }
 
-// writeData sends body bytes within the client's windows. If the connection's write buffer is
-// above its high watermark it first waits for it to drain below the low watermark, which is
-// what pausing the upstream read means: the handler reads the upstream only between writes.
-// It reports whether it had to pause.
+// writeData queues body bytes on the stream's send buffer, which drains as the client's
+// windows allow. Like Envoy's router it stops reading the upstream (the caller waits here)
+// while the connection's write buffer is over its high watermark, or the stream's send buffer
+// is over the per-stream limit, until they are below half. With end, it returns once the last
+// byte and END_STREAM are sent. It reports whether it had to pause.
 func (st *stream) writeData(p []byte, end bool) (paused bool, err error) {
 	sc := st.sc
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
 	if sc.queued.Load() > sc.cfg.highWatermark() {
 		paused = true
-		sc.mu.Lock()
 		for sc.queued.Load() > sc.cfg.lowWatermark() && !sc.closing && st.ctx.Err() == nil {
 			sc.cond.Wait()
 		}
-		sc.mu.Unlock()
 	}
-	for {
-		sc.mu.Lock()
-		for len(p) > 0 && (sc.connSendWindow <= 0 || st.sendWindow <= 0) && !sc.closing && st.ctx.Err() == nil {
+	if sc.closing || st.ctx.Err() != nil || st.reset_ {
+		return paused, st.gone()
+	}
+	st.pending.Write(p)
+	st.endPending = st.endPending || end
+	sc.flushStreamLocked(st)
+	limit := sc.cfg.streamBufferLimit()
+	if int64(st.pending.Len()) > limit {
+		paused = true
+		for int64(st.pending.Len()) > limit/2 && !sc.closing && st.ctx.Err() == nil {
 			sc.cond.Wait()
 		}
-		if sc.closing || st.ctx.Err() != nil {
-			sc.mu.Unlock()
-			return paused, context.Cause(st.ctx)
-		}
-		n := int64(len(p))
-		n = min(n, sc.connSendWindow, st.sendWindow, int64(sc.peerMaxFrame.Load()))
-		sc.connSendWindow -= n
-		st.sendWindow -= n
-		sc.mu.Unlock()
-		chunk := p[:n]
-		p = p[n:]
-		last := end && len(p) == 0
-		sc.wmu.Lock()
-		err := sc.fr.WriteData(st.id, last, chunk)
-		sc.flush()
-		sc.wmu.Unlock()
-		st.touch()
-		if err != nil {
-			return paused, err
-		}
-		if last {
-			st.ended = true
-		}
-		if len(p) == 0 {
-			return paused, nil
-		}
 	}
+	for end && !st.ended && !sc.closing && st.ctx.Err() == nil {
+		sc.cond.Wait()
+	}
+	if sc.closing || st.ctx.Err() != nil {
+		return paused, st.gone()
+	}
+	return paused, nil
 }
 
-// writeTrailers ends the stream with trailers.
+// gone is why a stream can send no more.
+func (st *stream) gone() error {
+	if err := context.Cause(st.ctx); err != nil {
+		return err
+	}
+	return errors.New("connection closed")
+}
+
+// writeTrailers ends the stream with trailers, after the buffered body has gone out.
 func (st *stream) writeTrailers(h http.Header) error {
 	sc := st.sc
+	sc.mu.Lock()
+	for st.pending.Len() > 0 && !sc.closing && st.ctx.Err() == nil {
+		sc.cond.Wait()
+	}
+	if sc.closing || st.ctx.Err() != nil {
+		sc.mu.Unlock()
+		return st.gone()
+	}
 	sc.wmu.Lock()
-	defer sc.wmu.Unlock()
 	sc.hbuf.Reset()
 	encodeHeader(sc.henc, h)
 	err := st.writeBlock(sc.hbuf.Bytes(), true)
+	sc.endLocalLocked(st)
 	sc.flush()
-	st.ended = true
+	sc.wmu.Unlock()
+	sc.mu.Unlock()
 	return err
 }
 
@@ -288,24 +323,43 @@ func (st *stream) respond(status int, body string) error {
 	return err
 }
 
-// reset sends RST_STREAM.
+// reset sends RST_STREAM and drops whatever the stream still had to send.
 func (st *stream) reset(code http2.ErrCode) {
-	st.sc.h.txReset.Inc()
-	st.sc.wmu.Lock()
-	_ = st.sc.fr.WriteRSTStream(st.id, code)
-	st.sc.flush()
-	st.sc.wmu.Unlock()
-	st.ended = true
+	sc := st.sc
+	sc.h.txReset.Inc()
+	sc.mu.Lock()
+	st.reset_, st.endPending = true, false
+	st.pending.Reset()
+	sc.wmu.Lock()
+	_ = sc.fr.WriteRSTStream(st.id, code)
+	sc.endLocalLocked(st)
+	sc.flush()
+	sc.wmu.Unlock()
+	sc.cond.Broadcast()
+	sc.mu.Unlock()
 }
 
 // finish releases the stream. A handler that returns without ending its stream resets it.
+// Request bytes still held back are given back to the connection, as nghttp2 does for a
+// closed stream.
 func (st *stream) finish() {
-	if !st.ended && st.sc.ctx.Err() == nil {
+	st.sc.mu.Lock()
+	ended := st.ended
+	st.sc.mu.Unlock()
+	if !ended && st.sc.ctx.Err() == nil {
 		st.reset(http2.ErrCodeInternal)
 	}
-	if st.idle != nil {
-		st.idle.Stop()
+	st.bmu.Lock()
+	idle := st.idle
+	st.bmu.Unlock()
+	if idle != nil {
+		idle.Stop()
 	}
 	st.cancel(nil)
+	st.bmu.Lock()
+	held := st.unconsumed
+	st.unconsumed = 0
+	st.bmu.Unlock()
+	st.sc.consume(nil, held)
 	st.sc.streamDone(st)
 }

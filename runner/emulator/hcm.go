@@ -20,7 +20,9 @@ type hcm struct {
 	prefix string
 
 	cxTotal, cxActive, cxHTTP2Total, cxHTTP2Active        *Stat
-	cxDestroyLocal, cxDestroyRemote                       *Stat
+	cxDestroy, cxDestroyLocal, cxDestroyRemote            *Stat
+	cxDestroyLocalActiveRq, cxDestroyRemoteActiveRq       *Stat
+	protocolErrors, delayedCloseTimeout                   *Stat
 	cxIdleTimeout, maxRequestsReached, maxDurationReached *Stat
 	rqTotal, rqHTTP2, rqActive, rqIdleTimeout             *Stat
 	rq2xx, rq3xx, rq4xx, rq5xx                            *Stat
@@ -29,10 +31,10 @@ type hcm struct {
 	drainClose                                            *Stat
 	// listener stats
 	lCxTotal, lCxActive, lCxLength *Stat
-	// codec stats (http2.*) and emulator additions
-	rxReset, txReset, protocolErrors  *Stat
-	refused, goAwaySent, drainStarted *Stat
-	jwtDenied, accessLogged           *Stat
+	// codec stats (http2.*)
+	rxReset, txReset, refused, rxMessagingError, goAwayFinal *Stat
+	// emulator additions (igwlab.*): detail only, no call rests on them
+	goAwaySent, drainStarted, jwtDenied, accessLogged *Stat
 }
 
 func newHCM(p *Pod) *hcm {
@@ -42,7 +44,12 @@ func newHCM(p *Pod) *hcm {
 	g := func(name string) *Stat { return hcmStat(st, Gauge, px, name) }
 	h.cxTotal, h.cxActive = c("downstream_cx_total"), g("downstream_cx_active")
 	h.cxHTTP2Total, h.cxHTTP2Active = c("downstream_cx_http2_total"), g("downstream_cx_http2_active")
+	h.cxDestroy = c("downstream_cx_destroy")
 	h.cxDestroyLocal, h.cxDestroyRemote = c("downstream_cx_destroy_local"), c("downstream_cx_destroy_remote")
+	h.cxDestroyLocalActiveRq = c("downstream_cx_destroy_local_active_rq")
+	h.cxDestroyRemoteActiveRq = c("downstream_cx_destroy_remote_active_rq")
+	h.protocolErrors = c("downstream_cx_protocol_error")
+	h.delayedCloseTimeout = c("downstream_cx_delayed_close_timeout")
 	h.drainClose = c("downstream_cx_drain_close")
 	h.cxIdleTimeout = c("downstream_cx_idle_timeout")
 	h.maxRequestsReached = c("downstream_cx_max_requests_reached")
@@ -57,8 +64,10 @@ func newHCM(p *Pod) *hcm {
 	h.lCxActive = listenerStat(st, Gauge, la, "downstream_cx_active")
 	h.lCxLength = listenerStat(st, Hist, la, "downstream_cx_length_ms")
 	h.rxReset, h.txReset = plainStat(st, Counter, "http2.rx_reset"), plainStat(st, Counter, "http2.tx_reset")
-	h.protocolErrors = plainStat(st, Counter, "http2.rx_messaging_error")
-	h.refused = emulatorStat(st, Counter, "refused_streams")
+	h.refused = plainStat(st, Counter, "http2.stream_refused_errors")
+	h.rxMessagingError = plainStat(st, Counter, "http2.rx_messaging_error")
+	// Envoy counts only the final GOAWAY of a drain (ConnectionImpl::goAway), not the notice.
+	h.goAwayFinal = plainStat(st, Counter, "http2.goaway_sent")
 	h.goAwaySent = emulatorStat(st, Counter, "goaway_sent")
 	h.drainStarted = emulatorStat(st, Counter, "drains_started")
 	h.jwtDenied = emulatorStat(st, Counter, "jwt_denied")
@@ -73,18 +82,30 @@ func (h *hcm) connOpened(sc *serverConn) {
 	for _, s := range []*Stat{h.cxActive, h.cxHTTP2Active, h.lCxActive, sc.w.cxActive} {
 		s.Inc()
 	}
-	sc.w.active.Add(1)
 	h.pod.pool.obs.connOpened()
 }
 
-func (h *hcm) connClosed(sc *serverConn, reason string) {
+// connClosed counts a connection's end as Envoy's connection manager does: by the side that
+// closed it (local: the gateway; remote: the client), and whether requests were still active.
+func (h *hcm) connClosed(sc *serverConn, local, activeRq bool, _ string) {
 	for _, s := range []*Stat{h.cxActive, h.cxHTTP2Active, h.lCxActive, sc.w.cxActive} {
 		s.Dec()
 	}
 	sc.w.active.Add(-1)
-	if reason == "" {
+	h.cxDestroy.Inc()
+	switch {
+	case local && activeRq && sc.listenerRemoved.Load():
 		h.cxDestroyLocal.Inc()
-	} else {
+		h.cxDestroyRemoteActiveRq.Inc()
+	case local && activeRq:
+		h.cxDestroyLocal.Inc()
+		h.cxDestroyLocalActiveRq.Inc()
+	case local:
+		h.cxDestroyLocal.Inc()
+	case activeRq:
+		h.cxDestroyRemote.Inc()
+		h.cxDestroyRemoteActiveRq.Inc()
+	default:
 		h.cxDestroyRemote.Inc()
 	}
 	ms := float64(time.Since(sc.opened)) / float64(time.Millisecond)

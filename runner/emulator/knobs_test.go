@@ -16,29 +16,6 @@ import (
 // Each test here puts one knob on the emulated gateway and watches, on a real loopback
 // connection, that the gateway behaves as Envoy does with it.
 
-func TestMaxConcurrentStreamsAdvertisedAndRefused(t *testing.T) {
-	p := testPool(t, Config{}, knobs(t, "hcm.http2_protocol_options.max_concurrent_streams", "2"))
-	pod := p.Pods()[0]
-	rc := dialRaw(t, pod.Addr(), false) // SETTINGS not acked: the client is "racing" them
-	if got := rc.settings[http2.SettingMaxConcurrentStreams]; got != 2 {
-		t.Fatalf("SETTINGS_MAX_CONCURRENT_STREAMS = %d, want 2", got)
-	}
-	for _, id := range []uint32{1, 3, 5} {
-		rc.headers(id, "GET", "/delay/1", true) // the first two stay open for a second
-	}
-	frames, err := rc.read(3*time.Second, func(f frameInfo) bool { return f.typ == http2.FrameRSTStream })
-	if err != nil {
-		t.Fatalf("no RST_STREAM: %v (frames %+v)", err, frames)
-	}
-	last := frames[len(frames)-1]
-	if last.stream != 5 || last.code != http2.ErrCodeRefusedStream {
-		t.Fatalf("got RST_STREAM %+v, want stream 5 REFUSED_STREAM", last)
-	}
-	if n := statValue(t, pod, "igwlab.refused_streams"); n != 1 {
-		t.Fatalf("refused_streams = %d", n)
-	}
-}
-
 func TestMaxConcurrentStreamsMakesGoClientDial(t *testing.T) {
 	p := testPool(t, Config{}, knobs(t, "hcm.http2_protocol_options.max_concurrent_streams", "4"))
 	res, err := h2dial.Run(context.Background(), h2dial.Options{URL: "http://" + p.Pods()[0].Addr() + "/delay/0.05",
@@ -55,9 +32,7 @@ func TestMaxConcurrentStreamsMakesGoClientDial(t *testing.T) {
 }
 
 func TestInitialWindowSizes(t *testing.T) {
-	// A long service time keeps the handler from reading the body, so the window is all the
-	// client may send.
-	p := testPool(t, Config{Model: Model{ServiceTime: 300 * time.Millisecond}}, knobs(t,
+	p := testPool(t, Config{}, knobs(t,
 		"hcm.http2_protocol_options.initial_stream_window_size", "70000",
 		"hcm.http2_protocol_options.initial_connection_window_size", "1048576"))
 	rc := dialRaw(t, p.Pods()[0].Addr(), true)
@@ -67,17 +42,6 @@ func TestInitialWindowSizes(t *testing.T) {
 	frames, err := rc.read(time.Second, func(f frameInfo) bool { return f.typ == http2.FrameWindowUpdate && f.stream == 0 })
 	if err != nil || frames[len(frames)-1].increment != 1048576-65535 {
 		t.Fatalf("connection WINDOW_UPDATE: %v %+v, want increment %d", err, frames, 1048576-65535)
-	}
-	rc.headers(1, "POST", "/anything", false)
-	chunk := make([]byte, 16384)
-	for sent := 0; sent < 70000+16384; sent += len(chunk) {
-		if err := rc.fr.WriteData(1, false, chunk); err != nil {
-			t.Fatal(err)
-		}
-	}
-	frames, err = rc.read(2*time.Second, func(f frameInfo) bool { return f.typ == http2.FrameRSTStream })
-	if err != nil || frames[len(frames)-1].code != http2.ErrCodeFlowControl {
-		t.Fatalf("sending past the stream window: %v %+v, want RST_STREAM FLOW_CONTROL_ERROR", err, frames)
 	}
 }
 
@@ -119,12 +83,21 @@ func TestMaxRequestsPerConnectionDrainsInTwoSteps(t *testing.T) {
 	if responses != 5 {
 		t.Fatalf("%d responses, want 5: streams opened during the drain are still served", responses)
 	}
-	// Envoy counts every request at or over the limit (3, 4 and 5), not the connection once.
-	if n := statValue(t, pod, hcmName(pod, "downstream_cx_max_requests_reached")); n != 3 {
-		t.Fatalf("downstream_cx_max_requests_reached = %d, want 3", n)
-	}
-	if n := statValue(t, pod, hcmName(pod, "downstream_cx_drain_close")); n != 1 {
-		t.Fatalf("downstream_cx_drain_close = %d, want 1", n)
+	// Envoy counts every request at or over the limit (3, 4 and 5), not the connection once;
+	// http2.goaway_sent counts the final GOAWAY only; downstream_cx_drain_close counts only
+	// listener drains; and the client that never closed is closed by the gateway when its
+	// delayed close times out.
+	for stat, want := range map[string]int64{
+		hcmName(pod, "downstream_cx_max_requests_reached"):  3,
+		hcmName(pod, "downstream_cx_drain_close"):           0,
+		"http2.goaway_sent":                                 1,
+		hcmName(pod, "downstream_cx_delayed_close_timeout"): 1,
+		hcmName(pod, "downstream_cx_destroy_local"):         1,
+		hcmName(pod, "downstream_cx_destroy_remote"):        0,
+	} {
+		if n := waitStat(t, pod, stat, want); n != want {
+			t.Errorf("%s = %d, want %d", stat, n, want)
+		}
 	}
 }
 
@@ -231,48 +204,6 @@ func TestPerConnectionBufferLimitPausesUpstreamReads(t *testing.T) {
 	}
 }
 
-func TestExactBalance(t *testing.T) {
-	for _, exact := range []bool{false, true} {
-		k := knobs(t)
-		if exact {
-			k = knobs(t, "listener.connection_balance_config.exact_balance", "{}")
-		}
-		p := testPool(t, Config{Workers: 4}, k)
-		pod := p.Pods()[0]
-		for i := 0; i < 8; i++ {
-			dialRaw(t, pod.Addr(), true)
-		}
-		deadline := time.Now().Add(2 * time.Second)
-		var per []int64
-		for time.Now().Before(deadline) {
-			per = per[:0]
-			var sum int64
-			for _, w := range pod.Workers() {
-				per = append(per, w.active.Load())
-				sum += w.active.Load()
-			}
-			if sum == 8 {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		if exact {
-			for _, n := range per {
-				if n != 2 {
-					t.Fatalf("exact_balance: workers hold %v connections, want 2 each", per)
-				}
-			}
-		}
-		var sum int64
-		for _, n := range per {
-			sum += n
-		}
-		if sum != 8 {
-			t.Fatalf("exact=%v: workers hold %v, want 8 in all", exact, per)
-		}
-	}
-}
-
 func TestReusePortSpreadsAcrossWorkerSockets(t *testing.T) {
 	for _, reuse := range []string{"true", "false"} {
 		p := testPool(t, Config{Workers: 4}, knobs(t, "listener.enable_reuse_port", reuse))
@@ -298,25 +229,6 @@ func TestReusePortSpreadsAcrossWorkerSockets(t *testing.T) {
 		if got := pod.cfg.Load().reusePort; (reuse == "true") != got {
 			t.Fatalf("enable_reuse_port=%s not applied", reuse)
 		}
-	}
-}
-
-func TestListenerUpdateDrainsOpenConnections(t *testing.T) {
-	p := testPool(t, Config{}, knobs(t, "hcm.drain_timeout", "0.05s"))
-	pod := p.Pods()[0]
-	rc := dialRaw(t, pod.Addr(), true)
-	time.Sleep(50 * time.Millisecond)
-	before := statValue(t, pod, "listener_manager.listener_modified")
-	p.Apply(Setup{Knobs: knobs(t, "hcm.http2_protocol_options.max_concurrent_streams", "10")})
-	if _, err := rc.read(2*time.Second, func(f frameInfo) bool { return f.typ == http2.FrameGoAway }); err != nil {
-		t.Fatalf("open connection not drained by a listener update: %v", err)
-	}
-	if n := statValue(t, pod, "listener_manager.listener_modified"); n != before+1 {
-		t.Fatalf("listener_modified = %d", n)
-	}
-	// A new connection gets the new settings.
-	if got := dialRaw(t, pod.Addr(), true).settings[http2.SettingMaxConcurrentStreams]; got != 10 {
-		t.Fatalf("new connection advertises %d streams, want 10", got)
 	}
 }
 

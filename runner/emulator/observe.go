@@ -21,7 +21,6 @@ type observer struct {
 	drains           atomic.Int64 // drains started (GOAWAY notices sent)
 	openedAfterDrain atomic.Int64 // connections opened after the first drain
 	peakStreams      atomic.Int64 // most concurrent streams seen on one connection
-	refused          atomic.Int64 // streams refused over the cap
 }
 
 // Observation is a snapshot of an observer.
@@ -32,13 +31,11 @@ type Observation struct {
 	Drains           int64 `json:"drains_started"`
 	OpenedAfterDrain int64 `json:"connections_opened_after_a_drain"`
 	PeakStreams      int64 `json:"peak_streams_per_connection"`
-	Refused          int64 `json:"refused_streams"`
 }
 
 func (o *observer) snapshot() Observation {
 	return Observation{Opened: o.opened.Load(), CapHits: o.capHits.Load(), OpenedWhileAtCap: o.openedWhileCap.Load(),
-		Drains: o.drains.Load(), OpenedAfterDrain: o.openedAfterDrain.Load(), PeakStreams: o.peakStreams.Load(),
-		Refused: o.refused.Load()}
+		Drains: o.drains.Load(), OpenedAfterDrain: o.openedAfterDrain.Load(), PeakStreams: o.peakStreams.Load()}
 }
 
 func (o *observer) connOpened() {
@@ -79,7 +76,7 @@ func (p *Pool) Observe() Observation { return p.obs.snapshot() }
 // ResetObservation starts a new observation window.
 func (p *Pool) ResetObservation() {
 	o := &p.obs
-	for _, c := range []*atomic.Int64{&o.lastCap, &o.opened, &o.capHits, &o.openedWhileCap, &o.drains, &o.openedAfterDrain, &o.peakStreams, &o.refused} {
+	for _, c := range []*atomic.Int64{&o.lastCap, &o.opened, &o.capHits, &o.openedWhileCap, &o.drains, &o.openedAfterDrain, &o.peakStreams} {
 		c.Store(0)
 	}
 }

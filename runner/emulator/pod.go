@@ -51,8 +51,9 @@ type Pod struct {
 	adminPort int
 	rng       *rand.Rand
 
-	listenerModified, concurrency, live *Stat
-	sslHandshakes, sslErrors            *Stat
+	listenerModified, listenerInPlace, concurrency, live *Stat
+	listenersDraining, filterChainsDraining              *Stat
+	sslHandshakes, sslErrors                             *Stat
 }
 
 // Addr is the pod's data address (ip:port), or "" while it is down.
@@ -111,6 +112,9 @@ func (p *Pod) build(cfg *listenerConfig) {
 		p.clusters[ClusterHTTPBin] = newCluster(p.store, waypointInboundCluster, pl.backends.HTTPBin, false, workers, dial)
 	}
 	p.listenerModified = plainStat(p.store, Counter, "listener_manager.listener_modified")
+	p.listenerInPlace = plainStat(p.store, Counter, "listener_manager.listener_in_place_updated")
+	p.listenersDraining = plainStat(p.store, Gauge, "listener_manager.total_listeners_draining")
+	p.filterChainsDraining = plainStat(p.store, Gauge, "listener_manager.total_filter_chains_draining")
 	p.concurrency = plainStat(p.store, Gauge, "server.concurrency")
 	p.concurrency.Set(int64(workers))
 	p.live = plainStat(p.store, Gauge, "server.live")
@@ -194,33 +198,40 @@ func (p *Pod) accept(c net.Conn, socket int) {
 	p.serveConn(p.assign(socket, c.RemoteAddr()), c)
 }
 
-// assign picks the worker for a connection the kernel handed to socket's worker: the same
-// worker (SO_REUSEPORT hashing), the least loaded one (exact_balance), or any waiting worker
-// when reuse_port is off and all workers accept from one socket. A connection handed over by
-// the balancer did not pass the kernel's SO_REUSEPORT selection, so it gets the same kind of
-// choice: a hash of its peer address.
+// assign picks the worker for a connection the kernel handed to socket's worker and counts the
+// connection on it: the same worker (SO_REUSEPORT hashing), the least loaded one
+// (exact_balance), or any waiting worker when reuse_port is off and all workers accept from one
+// socket. A connection handed over by the balancer did not pass the kernel's SO_REUSEPORT
+// selection, so it gets the same kind of choice: a hash of its peer address.
+//
+// Under exact_balance the pick and the count happen under one lock, as in Envoy's
+// ExactConnectionBalancerImpl::pickTargetHandler (which calls incNumConnections on the handler
+// it picked before releasing its mutex): connections that arrive together see each other's
+// counts and spread evenly.
 func (p *Pod) assign(socket int, peer net.Addr) *Worker {
 	cfg := p.cfg.Load()
+	var w *Worker
 	switch {
 	case cfg.exactBalance:
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		best := p.workers[0]
-		for _, w := range p.workers[1:] {
-			if w.active.Load() < best.active.Load() {
-				best = w
+		w = p.workers[0]
+		for _, o := range p.workers[1:] {
+			if o.active.Load() < w.active.Load() {
+				w = o
 			}
 		}
-		return best
 	case !cfg.reusePort:
 		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.workers[p.rng.IntN(len(p.workers))]
+		w = p.workers[p.rng.IntN(len(p.workers))]
+		p.mu.Unlock()
 	case socket < 0 || !kernelHashesReusePort:
-		return p.workers[hashAddr(peer.String())%uint32(len(p.workers))]
+		w = p.workers[hashAddr(peer.String())%uint32(len(p.workers))]
 	default:
-		return p.workers[socket]
+		w = p.workers[socket]
 	}
+	w.active.Add(1)
+	return w
 }
 
 func hashAddr(s string) uint32 {
@@ -231,6 +242,8 @@ func hashAddr(s string) uint32 {
 	return h
 }
 
+// serveConn serves a connection already counted on worker w; a connection that never gets to
+// HTTP/2 (a failed TLS handshake, a pod going down) is uncounted.
 func (p *Pod) serveConn(w *Worker, c net.Conn) {
 	cfg := p.cfg.Load()
 	if p.mcsCap > 0 && cfg.maxConcurrentStreams > p.mcsCap {
@@ -248,6 +261,7 @@ func (p *Pod) serveConn(w *Worker, c net.Conn) {
 		cancel()
 		if err != nil {
 			p.sslErrors.Inc()
+			w.active.Add(-1)
 			c.Close()
 			return
 		}
@@ -258,6 +272,7 @@ func (p *Pod) serveConn(w *Worker, c net.Conn) {
 	p.mu.Lock()
 	if !p.up {
 		p.mu.Unlock()
+		w.active.Add(-1)
 		c.Close()
 		return
 	}
@@ -273,10 +288,16 @@ func (p *Pod) forget(sc *serverConn) {
 	p.mu.Unlock()
 }
 
-// apply installs a new configuration. Like an Envoy listener update, connections accepted
-// under the old one are drained; it returns how many.
-func (p *Pod) apply(cfg *listenerConfig, changed bool) int {
-	p.cfg.Store(cfg)
+// apply installs a new configuration. Like an Envoy listener update under Istio, which runs
+// Envoy with --drain-strategy immediate, the connections accepted under the old configuration
+// drain: each starts its drain sequence at its next response (counted in
+// downstream_cx_drain_close), and those still open when drainTime ends are closed. A change
+// inside the filter chain (the connection manager's settings, its filters, its routes) is an
+// in-place filter chain update (ListenerManagerImpl::drainFilterChains); a change to the
+// listener itself (buffer limit, balancing, reuse_port) replaces the listener (drainListener).
+// It returns how many connections were open.
+func (p *Pod) apply(cfg *listenerConfig, changed bool, drainTime time.Duration) int {
+	old := p.cfg.Swap(cfg)
 	if !changed {
 		return 0
 	}
@@ -286,10 +307,23 @@ func (p *Pod) apply(cfg *listenerConfig, changed bool) int {
 	for sc := range p.conns {
 		conns = append(conns, sc)
 	}
+	draining := p.filterChainsDraining
+	if old != nil && old.listenerLevelDiffers(cfg) {
+		draining = p.listenersDraining
+	} else {
+		p.listenerInPlace.Inc()
+	}
 	p.mu.Unlock()
 	for _, sc := range conns {
-		go sc.startDrain("listener_update")
+		sc.listenerDraining.Store(true)
 	}
+	draining.Inc()
+	time.AfterFunc(drainTime, func() {
+		for _, sc := range conns {
+			sc.closeWithListener()
+		}
+		draining.Dec()
+	})
 	return len(conns)
 }
 
@@ -315,7 +349,7 @@ func (p *Pod) stop() {
 		ln.Close()
 	}
 	for _, sc := range conns {
-		sc.close("killed")
+		sc.closeByUs("killed")
 	}
 	if p.live != nil {
 		p.live.Set(0)

@@ -12,6 +12,7 @@
 package emulator
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,7 +60,24 @@ type Config struct {
 	// ListenerPort is the port Envoy's listener is named after in stats (80 for the Istio
 	// gateway chart); the emulated pods really listen on ephemeral loopback ports.
 	ListenerPort int
+	// Codec is Envoy's downstream HTTP/2 library: oghttp2 (Envoy 1.35's default, runtime flag
+	// envoy.reloadable_features.http2_use_oghttp2) or nghttp2. They differ in what follows a
+	// final GOAWAY: nghttp2 ignores new streams, oghttp2 serves them.
+	Codec string
+	// ListenerDrainTime is how long a replaced listener's connections may drain before they are
+	// closed: Envoy's --drain-time-s, which Istio sets from the proxy's drainDuration.
+	ListenerDrainTime time.Duration
 }
+
+// HTTP/2 codecs Envoy can use downstream.
+const (
+	CodecOghttp2 = "oghttp2"
+	CodecNghttp2 = "nghttp2"
+)
+
+// DefaultListenerDrainTime is Istio's default drainDuration (ProxyConfig), which its proxy
+// passes to Envoy as --drain-time-s.
+const DefaultListenerDrainTime = 45 * time.Second
 
 // Check validates the configuration.
 func (c *Config) Check() error {
@@ -80,6 +98,12 @@ func (c *Config) Check() error {
 	}
 	if c.VIPPort < 0 || c.VIPPort > 65535 {
 		return fmt.Errorf("port %d: allowed 0..65535 (0 picks a free port)", c.VIPPort)
+	}
+	if c.Codec != "" && c.Codec != CodecOghttp2 && c.Codec != CodecNghttp2 {
+		return fmt.Errorf("http2 codec %q: allowed %s (Envoy 1.35's default), %s", c.Codec, CodecOghttp2, CodecNghttp2)
+	}
+	if c.ListenerDrainTime < 0 || c.ListenerDrainTime > time.Hour {
+		return fmt.Errorf("listener drain time %s: allowed [0, 1h]", c.ListenerDrainTime)
 	}
 	if c.Model.PerKiB < 0 || c.Model.ConnCost < 0 {
 		return errors.New("per-KiB and connection costs must not be negative")
@@ -137,6 +161,12 @@ func Start(cfg Config) (*Pool, error) {
 	}
 	if cfg.Model == (Model{}) {
 		cfg.Model = DefaultModel
+	}
+	if cfg.Codec == "" {
+		cfg.Codec = CodecOghttp2
+	}
+	if cfg.ListenerDrainTime == 0 {
+		cfg.ListenerDrainTime = DefaultListenerDrainTime
 	}
 	if err := cfg.Check(); err != nil {
 		return nil, err
@@ -292,7 +322,7 @@ func (p *Pool) Apply(s Setup) int {
 	p.mu.Unlock()
 	drained := 0
 	for _, pod := range p.gateway {
-		drained += pod.apply(cfg, changed)
+		drained += pod.apply(cfg, changed, p.cfg.ListenerDrainTime)
 	}
 	p.event("apply", "", fmt.Sprintf("generation %d, changed %v, %d connections draining", gen, changed, drained))
 	return drained
@@ -306,6 +336,36 @@ func setupKey(s Setup) string {
 		W bool
 	}{s.Knobs.Set(), s.Filters, s.Waypoint})
 	return string(b)
+}
+
+// WaitDrained waits until no connection accepted under a replaced listener is still open on
+// a gateway pod: they close as their drains end, or when the listener's drain time does. The
+// runner waits for this before it measures, as it waits on a real gateway's draining gauges
+// (which, unlike this, stay up for the whole drain time even when nothing is left to drain).
+func (p *Pool) WaitDrained(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		gen := p.generation
+		p.mu.Unlock()
+		old := 0
+		for _, pod := range p.gateway {
+			pod.mu.Lock()
+			for sc := range pod.conns {
+				if sc.cfg.generation < gen {
+					old++
+				}
+			}
+			pod.mu.Unlock()
+		}
+		if old == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func (p *Pool) event(kind, pod, detail string) {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -190,9 +191,29 @@ func TestJWTFilterPermissiveAndStrict(t *testing.T) {
 	}
 }
 
+// lockedLog is an access log sink a test may read while the pool writes to it.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *lockedLog) Len() int { return len(l.String()) }
+
 func TestAccessLogOnlyMatchingFlags(t *testing.T) {
-	var log strings.Builder
-	p := testPool(t, Config{AccessLog: &log}, stacks.Knobs{})
+	log := &lockedLog{}
+	p := testPool(t, Config{AccessLog: log}, stacks.Knobs{})
 	p.Apply(Setup{Filters: stacks.Filters{AccessLog: &stacks.AccessLog{ResponseFlags: []string{"UF"}}}})
 	if _, err := h2dial.Run(context.Background(), h2dial.Options{URL: "http://" + p.VIP() + "/get", Concurrency: 2, Duration: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
@@ -204,6 +225,11 @@ func TestAccessLogOnlyMatchingFlags(t *testing.T) {
 	res, err := h2dial.Run(context.Background(), h2dial.Options{URL: "http://" + p.VIP() + "/get", Concurrency: 1, Duration: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// An entry is written once its response has gone out: give the last ones a moment.
+	deadline := time.Now().Add(time.Second)
+	for !strings.Contains(log.String(), `"response_flags":"UF"`) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
 	}
 	if res.StatusCodes["503"] == 0 || !strings.Contains(log.String(), `"response_flags":"UF"`) {
 		t.Fatalf("503s %d; log %q", res.StatusCodes["503"], log.String())

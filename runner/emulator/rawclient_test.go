@@ -181,3 +181,17 @@ func statValue(t *testing.T, p *Pod, name string) int64 {
 }
 
 func hcmName(p *Pod, stat string) string { return "http." + p.hcmPrefix + ";." + stat }
+
+// waitStat waits up to two seconds for a stat to reach want (a connection's end is counted
+// when the gateway has torn it down, a moment after the client sees it) and returns its value.
+func waitStat(t *testing.T, p *Pod, name string, want int64) int64 {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		n := statValue(t, p, name)
+		if n == want || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,176 @@
+package emulator
+
+import (
+	"errors"
+
+	"golang.org/x/net/http2"
+)
+
+// HTTP/2 flow control as Envoy runs nghttp2 (automatic window updates off, data consumed by
+// hand): the receive windows the knobs set are enforced; a stream's data is returned to the
+// client as soon as it arrives unless the stream's buffer is over its limit (Envoy's
+// per_stream_buffer_limit, which is initial_stream_window_size), and then as the upstream
+// drains it. On the send side each stream's response waits in its own buffer, of the same
+// limit, for the client's windows: over the limit the gateway stops reading the upstream.
+
+// onData takes a DATA frame: connection window first (a connection error past it), then the
+// stream's (a stream error past it).
+func (sc *serverConn) onData(f *http2.DataFrame) error {
+	n := int64(f.Length)
+	sc.mu.Lock()
+	sc.connRecvWindow -= n
+	if sc.connRecvWindow < 0 {
+		sc.mu.Unlock()
+		return connError{http2.ErrCodeFlowControl, "client exceeded the connection's flow-control window"}
+	}
+	st := sc.streams[f.StreamID]
+	sc.mu.Unlock()
+	sc.h.rxBytes.Add(n)
+	if st == nil {
+		sc.consume(nil, n) // a stream already gone: nghttp2 gives the bytes back to the connection
+		return nil
+	}
+	data := f.Data()
+	if pad := n - int64(len(data)); pad > 0 {
+		sc.consume(st, pad) // padding is never buffered
+	}
+	if !st.recv(data, f.StreamEnded()) {
+		st.reset(http2.ErrCodeFlowControl)
+		st.abort(errors.New("client exceeded the stream's flow-control window"))
+	}
+	return nil
+}
+
+// A stream counts against the cap until it is closed in HTTP/2's sense: both sides have sent
+// END_STREAM, or it was reset. The HTTP/2 library closes it as the frame that ends it is
+// written, so a client that opens a new stream as soon as it sees the end never finds the old
+// one still counted. These run with mu held (and wmu, when a frame is being encoded).
+
+// endLocalLocked records that the response ended (its END_STREAM frame is being encoded).
+func (sc *serverConn) endLocalLocked(st *stream) {
+	st.ended = true
+	sc.closeIfDoneLocked(st)
+}
+
+// endRemoteLocked records that the request ended.
+func (sc *serverConn) endRemoteLocked(st *stream) {
+	st.recvDone = true
+	sc.closeIfDoneLocked(st)
+}
+
+func (sc *serverConn) closeIfDoneLocked(st *stream) {
+	if !st.h2closed && (st.reset_ || st.ended && st.recvDone) {
+		st.h2closed = true
+		sc.open--
+	}
+}
+
+// consume returns n bytes to the client: to the stream's window (when st is not nil and still
+// receiving) and to the connection's, each in a WINDOW_UPDATE once half the window is owed, as
+// nghttp2_session_consume does.
+func (sc *serverConn) consume(st *stream, n int64) {
+	if n <= 0 {
+		return
+	}
+	var streamInc, connInc int64
+	sc.mu.Lock()
+	if st != nil && !st.recvDone {
+		st.consumed += n
+		if st.consumed >= int64(sc.cfg.streamWindow)/2 {
+			streamInc, st.consumed = st.consumed, 0
+			st.recvWindow += streamInc
+		}
+	}
+	sc.connConsumed += n
+	if sc.connConsumed >= int64(sc.cfg.connWindow)/2 {
+		connInc, sc.connConsumed = sc.connConsumed, 0
+		sc.connRecvWindow += connInc
+	}
+	sc.mu.Unlock()
+	if streamInc > 0 {
+		sc.sendWindowUpdate(st.id, streamInc)
+	}
+	if connInc > 0 {
+		sc.sendWindowUpdate(0, connInc)
+	}
+}
+
+func (sc *serverConn) sendWindowUpdate(id uint32, n int64) {
+	sc.wmu.Lock()
+	_ = sc.fr.WriteWindowUpdate(id, uint32(n))
+	sc.flush()
+	sc.wmu.Unlock()
+}
+
+// onWindowUpdate opens the client's window to us and sends what was waiting for it.
+func (sc *serverConn) onWindowUpdate(id uint32, inc int64) error {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if id == 0 {
+		sc.connSendWindow += inc
+		if sc.connSendWindow > 1<<31-1 {
+			return connError{http2.ErrCodeFlowControl, "connection window overflow"}
+		}
+		sc.flushAllLocked()
+	} else if st := sc.streams[id]; st != nil {
+		st.sendWindow += inc
+		sc.flushStreamLocked(st)
+	}
+	sc.cond.Broadcast()
+	return nil
+}
+
+// flushAllLocked sends what the streams blocked on a window may now send, in the order they
+// blocked (mu held).
+func (sc *serverConn) flushAllLocked() {
+	blocked := sc.blocked
+	sc.blocked = nil
+	for _, st := range blocked {
+		st.blocked = false
+		sc.flushStreamLocked(st)
+	}
+}
+
+// flushStreamLocked sends as much of a stream's buffered response as both windows allow, and
+// its END_STREAM once the buffer is empty (mu held; takes wmu).
+func (sc *serverConn) flushStreamLocked(st *stream) {
+	if st.reset_ || st.ctx.Err() != nil {
+		return
+	}
+	for {
+		if st.pending.Len() == 0 {
+			if st.endPending {
+				st.endPending = false
+				sc.wmu.Lock()
+				_ = sc.fr.WriteData(st.id, true, nil)
+				sc.endLocalLocked(st)
+				sc.flush()
+				sc.wmu.Unlock()
+				sc.cond.Broadcast()
+			}
+			return
+		}
+		n := min(int64(st.pending.Len()), sc.connSendWindow, st.sendWindow, int64(sc.peerMaxFrame.Load()))
+		if n <= 0 {
+			if !st.blocked {
+				st.blocked = true
+				sc.blocked = append(sc.blocked, st)
+			}
+			return
+		}
+		sc.connSendWindow -= n
+		st.sendWindow -= n
+		chunk := st.pending.Next(int(n))
+		last := st.endPending && st.pending.Len() == 0
+		sc.wmu.Lock()
+		_ = sc.fr.WriteData(st.id, last, chunk)
+		if last {
+			st.endPending = false
+			sc.endLocalLocked(st)
+		}
+		sc.flush()
+		sc.wmu.Unlock()
+		st.touch()
+		sc.cond.Broadcast()
+	}
+}
