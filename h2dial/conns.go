@@ -179,6 +179,16 @@ func (t *connTable) trace() *httptrace.ClientTrace {
 	}}
 }
 
+// closeAll closes every connection of the run.
+func (t *connTable) closeAll() {
+	t.mu.Lock()
+	conns := append([]*trackedConn(nil), t.conns...)
+	t.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+}
+
 func (t *connTable) opened() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()

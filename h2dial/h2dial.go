@@ -213,6 +213,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Interrupted: ctx.Err() != nil,
 	}
 	res.fill(workers, elapsed)
+	// Close every connection the run opened, busy or idle, as a client process does when it
+	// exits: CloseIdleConnections leaves one whose last stream was still being torn down open
+	// on the server until its idle timeout, where it would sit on a pod through the next
+	// measurement.
+	conns.closeAll()
 	if len(slow) > 0 {
 		sr := &Result{URL: o.SlowURL, Workers: len(slow)}
 		sr.fill(slow, elapsed)

@@ -18,10 +18,14 @@ var checks = []check{
 			if s2.CV > 2*s1.CV {
 				v = Pass
 			}
-			return v, ratio, "s2 CV / s1 CV", nums{"s1_cv": s1.CV, "s2_cv": s2.CV, "s1_k": s1.ConnectionsTotal, "s2_k": s2.ConnectionsTotal,
-					"s1_busy_max": s1.BusyMax, "s2_busy_max": s2.BusyMax, "s1_p99_ms": s1.P99Ms, "s2_p99_ms": s2.P99Ms},
-				fmt.Sprintf("s2 %s vs s1 %s: %.1fx; hottest worker %.0f%% busy vs %.0f%%; p99 %.1f ms vs %.1f ms",
-					cvText(s2), cvText(s1), ratio, 100*s2.BusyMax, 100*s1.BusyMax, s2.P99Ms, s1.P99Ms)
+			n := nums{"s1_cv": s1.CV, "s2_cv": s2.CV, "s1_k": s1.ConnectionsTotal, "s2_k": s2.ConnectionsTotal,
+				"s1_p99_ms": s1.P99Ms, "s2_p99_ms": s2.P99Ms}
+			if s1.BusyMeasured && s2.BusyMeasured {
+				n["s1_busy_max"], n["s2_busy_max"] = s1.BusyMax, s2.BusyMax
+			}
+			return v, ratio, "s2 CV / s1 CV", n,
+				fmt.Sprintf("s2 %s vs s1 %s: %.1fx; %s; p99 %.1f ms vs %.1f ms",
+					cvText(s2), cvText(s1), ratio, busyVs(s2.Tier, s1.Tier), s2.P99Ms, s1.P99Ms)
 		}},
 	{id: "H-B fortio", title: "a stream cap does nothing for a queueing client", needs: []string{"02-fortio", "03-fortio"},
 		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
@@ -56,13 +60,13 @@ var checks = []check{
 			s2, s4 := get("02-trigger"), get("04-mrpc")
 			ratio := ratioOf(s4.CV, s2.CV)
 			v := Investigate
-			if s4.GoAways > 0 && s4.CV < s2.CV {
+			if rotated(s4, s2, s4.MaxRequestsReached) && s4.CV < s2.CV {
 				v = Pass
 			}
 			return v, ratio, "s4 CV / s2 CV", nums{"s4_goaways": s4.GoAways, "s4_max_requests_reached": s4.MaxRequestsReached,
-					"s2_cv": s2.CV, "s4_cv": s4.CV, "s4_p99_ms": s4.P99Ms},
-				fmt.Sprintf("%d connections drained (downstream_cx_max_requests_reached %d counts requests at or over the limit); s4 %s vs s2 %s",
-					int(s4.GoAways), int(s4.MaxRequestsReached), cvText(s4), cvText(s2))
+					"s2_k": s2.ConnectionsTotal, "s4_k": s4.ConnectionsTotal, "s2_cv": s2.CV, "s4_cv": s4.CV, "s4_p99_ms": s4.P99Ms},
+				fmt.Sprintf("%s; s4 %s vs s2 %s", rotationText(s4, s2, s4.MaxRequestsReached, "downstream_cx_max_requests_reached", "requests at or over the limit"),
+					cvText(s4), cvText(s2))
 		}},
 	{id: "H-C fortio", title: "count rotation spreads a queueing client", needs: []string{"02-fortio", "04-fortio"},
 		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
@@ -70,14 +74,16 @@ var checks = []check{
 			ratio := ratioOf(b.CV, a.CV)
 			v := Investigate
 			switch {
-			case b.GoAways > 0 && b.CV <= 0.5*a.CV:
+			case rotated(b, a, b.MaxRequestsReached) && b.CV <= 0.5*a.CV:
 				v = Confirmed
-			case b.GoAways > 0:
+			case rotated(b, a, b.MaxRequestsReached):
 				v = Partial
 			}
-			return v, ratio, "s4f CV / s2f CV", nums{"s4f_goaways": b.GoAways, "s2f_cv": a.CV, "s4f_cv": b.CV, "s4f_k": b.ConnectionsTotal},
-				fmt.Sprintf("%d connections drained; s4f %s vs s2f %s: %.0f%% lower",
-					int(b.GoAways), cvText(b), cvText(a), 100*(1-ratio))
+			return v, ratio, "s4f CV / s2f CV", nums{"s4f_goaways": b.GoAways, "s4f_max_requests_reached": b.MaxRequestsReached,
+					"s2f_k": a.ConnectionsTotal, "s2f_cv": a.CV, "s4f_cv": b.CV, "s4f_k": b.ConnectionsTotal},
+				fmt.Sprintf("%s; s4f %s vs s2f %s: %.0f%% lower",
+					rotationText(b, a, b.MaxRequestsReached, "downstream_cx_max_requests_reached", "requests at or over the limit"),
+					cvText(b), cvText(a), 100*(1-ratio))
 		}},
 	{id: "H-D", title: "flow-control windows as a hidden bottleneck", needs: []string{"02-trigger", "05-windows"},
 		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
@@ -132,10 +138,17 @@ var checks = []check{
 			if s7.CV > 2*s6.CV && w7 > w6 {
 				v = Confirmed
 			}
-			return v, ratioOf(w7, w6), "waypoint CV s7 / s6", nums{"s6_cv": s6.CV, "s7_cv": s7.CV, "s6_waypoint_cv": w6, "s7_waypoint_cv": w7,
-					"s7_waypoint_busy_max": tierBusy(s7.Waypoint), "s6_waypoint_busy_max": tierBusy(s6.Waypoint)},
-				fmt.Sprintf("gateway CV %.3f (s7) vs %.3f (s6); CV of requests across waypoint pods %.3f vs %.3f; hottest waypoint worker %.0f%% vs %.0f%% busy",
-					s7.CV, s6.CV, w7, w6, 100*tierBusy(s7.Waypoint), 100*tierBusy(s6.Waypoint))
+			n := nums{"s6_cv": s6.CV, "s7_cv": s7.CV, "s6_waypoint_cv": w6, "s7_waypoint_cv": w7}
+			busy := "waypoint busy time: not measured on this target"
+			if s6.Waypoint != nil && s7.Waypoint != nil {
+				busy = "waypoint " + busyVs(*s7.Waypoint, *s6.Waypoint)
+				if s6.Waypoint.BusyMeasured && s7.Waypoint.BusyMeasured {
+					n["s7_waypoint_busy_max"], n["s6_waypoint_busy_max"] = s7.Waypoint.BusyMax, s6.Waypoint.BusyMax
+				}
+			}
+			return v, ratioOf(w7, w6), "waypoint CV s7 / s6", n,
+				fmt.Sprintf("gateway CV %.3f (s7) vs %.3f (s6); CV of requests across waypoint pods %.3f vs %.3f; %s",
+					s7.CV, s6.CV, w7, w6, busy)
 		}},
 	{id: "S12", title: "one gRPC ClientConn means one pod", needs: []string{"12-grpc-variant"},
 		eval: func(get lookup, pods int) (string, float64, string, nums, string) {
@@ -172,8 +185,9 @@ var checks = []check{
 			if s10.MaxDurationReached > 0 {
 				v = Pass
 			}
-			return v, math.NaN(), "", nums{"max_duration_reached": s10.MaxDurationReached, "goaways": s10.GoAways, "cv": s10.CV, "p99_ms": s10.P99Ms},
-				fmt.Sprintf("downstream_cx_max_duration_reached %d; %d connections drained; %s", int(s10.MaxDurationReached), int(s10.GoAways), cvText(s10))
+			return v, math.NaN(), "", nums{"max_duration_reached": s10.MaxDurationReached, "goaways": s10.GoAways, "k": s10.ConnectionsTotal, "cv": s10.CV, "p99_ms": s10.P99Ms},
+				fmt.Sprintf("downstream_cx_max_duration_reached %d; %d connections opened, %d closed while the load ran; %s%s",
+					int(s10.MaxDurationReached), int(s10.ConnectionsTotal), int(s10.GoAways), cvText(s10), drainsText(s10))
 		}},
 	{id: "S8", title: "a larger per-connection buffer means fewer read pauses", needs: []string{"08-buffers-control", "08-buffers"},
 		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
@@ -205,9 +219,33 @@ func tierCV(t *Tier) float64 {
 	return t.CVRequests
 }
 
-func tierBusy(t *Tier) float64 {
-	if t == nil {
-		return 0
+// rotated says, from stats a real gateway exposes, that rotation worked: the gateway's own
+// counter of its limit moved (limitHits), and the client opened more connections in the window
+// than it did without the knob (the growth of downstream_cx_total).
+func rotated(r, control *Result, limitHits float64) bool {
+	return limitHits > 0 && r.ConnectionsTotal > control.ConnectionsTotal
+}
+
+func rotationText(r, control *Result, limitHits float64, stat, what string) string {
+	return fmt.Sprintf("%d connections opened in the window (%d without rotation), %d closed while the load ran; %s %d (%s)%s",
+		int(r.ConnectionsTotal), int(control.ConnectionsTotal), int(r.GoAways), stat, int(limitHits), what, drainsText(r))
+}
+
+// drainsText adds the emulator's own count of drains, where there is one.
+func drainsText(r *Result) string {
+	if r.DrainsStarted == 0 {
+		return ""
 	}
-	return t.BusyMax
+	return fmt.Sprintf("; the emulated gateway began %d drains", int(r.DrainsStarted))
+}
+
+// busyVs compares the hottest workers of two runs, or says that the target cannot tell: Envoy
+// has no per-worker busy-time stat.
+func busyVs(a, b Tier) string {
+	_, okA := a.Busy()
+	_, okB := b.Busy()
+	if !okA || !okB {
+		return "per-worker busy time: not measured on this target (Envoy exports none)"
+	}
+	return fmt.Sprintf("hottest worker %s busy vs %s", a.BusyText(), b.BusyText())
 }

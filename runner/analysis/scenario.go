@@ -13,15 +13,21 @@ import (
 
 // Input is everything measured for one scenario run.
 type Input struct {
-	Scenario     stacks.Scenario // as run (local departures applied on the local target)
-	Lab          stacks.Scenario // the lab values, for reports
-	Target       string
-	Pre, Post    []stats.Pod // gateway pods, matched by name
-	WaypointPre  []stats.Pod
-	WaypointPost []stats.Pod
-	Peaks        Peaks
-	Client       *load.Result
-	Window       time.Duration
+	Scenario stacks.Scenario // as run (local departures applied on the local target)
+	Lab      stacks.Scenario // the lab values, for reports
+	Target   string
+	// TargetDepartures are where the target runs every scenario differently from the lab.
+	TargetDepartures []stacks.Departure
+	Pre, Post        []stats.Pod // gateway pods, matched by name
+	WaypointPre      []stats.Pod
+	WaypointPost     []stats.Pod
+	Peaks            Peaks
+	// ClosedDuringLoad is how many connections the gateway saw close while the load ran
+	// (downstream_cx_destroy, sampled each second): the ones rotation drained, for clients
+	// that keep their connections.
+	ClosedDuringLoad float64
+	Client           *load.Result
+	Window           time.Duration
 }
 
 // Peaks are maxima seen by the once-a-second sampler during the window.
@@ -45,9 +51,12 @@ type Tier struct {
 	WorkerCV         map[string]float64 `json:"worker_cv"`
 	WorkerCVMean     float64            `json:"worker_cv_mean"`
 	WorkerCVMax      float64            `json:"worker_cv_max"`
-	BusyMax          float64            `json:"busy_max"`
-	BusyMean         float64            `json:"busy_mean"`
-	HotWorker        string             `json:"hot_worker,omitempty"`
+	// BusyMeasured says whether the target measures per-worker busy time. Envoy exports no
+	// such stat (the emulator does), so on a real gateway BusyMax and BusyMean are absent, not 0.
+	BusyMeasured bool    `json:"busy_measured"`
+	BusyMax      float64 `json:"busy_max,omitempty"`
+	BusyMean     float64 `json:"busy_mean,omitempty"`
+	HotWorker    string  `json:"hot_worker,omitempty"`
 }
 
 // Result is one scenario's measured outcome. Its JSON is the per-scenario entry of summary.json.
@@ -70,13 +79,19 @@ type Result struct {
 	Tier
 	CVActive float64 `json:"cv_cx_active"`
 
+	// GoAways is the connections rotation drained: those that closed while the load ran
+	// (ClosedDuringLoad), counted only when the gateway's own drain counters moved.
 	GoAways            float64 `json:"goaways"`
 	MaxRequestsReached float64 `json:"max_requests_reached"`
 	MaxDurationReached float64 `json:"max_duration_reached"`
 	DrainClose         float64 `json:"drain_close"`
 	RqIdleTimeout      float64 `json:"rq_idle_timeout"`
 	CxIdleTimeout      float64 `json:"cx_idle_timeout"`
-	RefusedStreams     float64 `json:"refused_streams"`
+	RefusedStreams     float64 `json:"refused_streams"` // http2.stream_refused_errors
+	ProtocolErrors     float64 `json:"protocol_errors"` // downstream_cx_protocol_error
+	// DrainsStarted is the emulator's own count of drain sequences begun (igwlab.drains_started);
+	// absent on a real gateway, it adds detail and decides nothing.
+	DrainsStarted      float64 `json:"drains_started,omitempty"`
 	FlowControlPaused  float64 `json:"flow_control_paused"`
 	FlowControlResumed float64 `json:"flow_control_resumed"`
 	PendingOverflow    float64 `json:"pending_overflow"`
@@ -107,6 +122,7 @@ func Analyze(in Input) *Result {
 	if in.Target == stacks.TargetLocal {
 		r.Departures = in.Lab.Departures()
 	}
+	r.Departures = append(r.Departures, in.TargetDepartures...)
 	deltas, restarted := deltaAll(in.Pre, in.Post)
 	if restarted {
 		r.Disturbed = true
@@ -118,27 +134,22 @@ func Analyze(in Input) *Result {
 		active = append(active, p.CxActive)
 	}
 	r.CVActive = CV(active)
-	var emulated bool
 	for _, d := range deltas {
-		emulated = emulated || d.Emulated
 		r.MaxRequestsReached += d.MaxRequestsReached
 		r.MaxDurationReached += d.MaxDurationReached
 		r.DrainClose += d.DrainClose
 		r.RqIdleTimeout += d.RqIdleTimeout
 		r.CxIdleTimeout += d.CxIdleTimeout
-		r.RefusedStreams += d.RefusedStreams
+		r.RefusedStreams += d.StreamRefused
+		r.ProtocolErrors += d.ProtocolErrors
 		r.FlowControlPaused += d.Paused
 		r.FlowControlResumed += d.Resumed
 		r.PendingOverflow += d.PendingOverflow
 		r.CxOverflow += d.CxOverflow
-		if emulated {
-			r.GoAways += d.Drains
-		}
+		r.DrainsStarted += d.Drains
 	}
-	if !emulated {
-		// A real Envoy has no "drains started" stat; connections it drained and then closed are
-		// the closest it reports.
-		r.GoAways = r.DrainClose
+	if r.MaxRequestsReached+r.MaxDurationReached+r.DrainClose+r.CxIdleTimeout > 0 {
+		r.GoAways = in.ClosedDuringLoad
 	}
 	var merged stats.Buckets
 	for _, d := range deltas {
@@ -200,6 +211,7 @@ func tier(deltas []stats.Pod, window time.Duration) Tier {
 			ids = append(ids, id)
 		}
 		sort.Ints(ids)
+		t.BusyMeasured = t.BusyMeasured || len(ids) > 0
 		for _, id := range ids {
 			ratio := 0.0
 			if window > 0 {
@@ -223,6 +235,19 @@ func tier(deltas []stats.Pod, window time.Duration) Tier {
 		t.ChanceVerdict, t.ChanceP = t.Chance.Judge(t.CV)
 	}
 	return t
+}
+
+// Busy returns the tier's hottest worker's busy ratio and whether the target measured it at
+// all (results written before busy_measured existed carry a ratio only where it was).
+func (t Tier) Busy() (float64, bool) { return t.BusyMax, t.BusyMeasured || t.BusyMax > 0 }
+
+// BusyText is the hottest worker's busy ratio as a percentage, or "n/a" where the target does
+// not measure it.
+func (t Tier) BusyText() string {
+	if b, ok := t.Busy(); ok {
+		return fmt.Sprintf("%.0f%%", 100*b)
+	}
+	return "n/a"
 }
 
 // workerCV is the CV of connections across a pod's workers; 0 with fewer than two workers or

@@ -11,8 +11,10 @@ import (
 	"testing"
 
 	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/runner/report"
 	"github.com/igwlab/igwlab/runner/report/reporttest"
 	"github.com/igwlab/igwlab/runner/suite"
+	"github.com/igwlab/igwlab/runner/suite/suitetest"
 )
 
 // TestLocalSuiteEndToEnd runs the scenarios behind the lab's robust findings on the local
@@ -97,7 +99,40 @@ func TestLocalSuiteEndToEnd(t *testing.T) {
 		t.Errorf("04-fortio/scenario.yaml does not show the lab value beside the local one:\n%s", sc)
 	}
 
+	checkWindowsCarryOnlyTheirConnections(t, dir, map[string]float64{"02-trigger": 1, "12-grpc-variant": 1, "02-fortio": 2, "03-fortio": 2})
+	suitetest.CheckVerdictsNeedNoEmulatorStats(t, dir, true)
 	checkReport(t, dir)
+}
+
+// checkWindowsCarryOnlyTheirConnections reads each scenario's time series: every row was
+// measured under load (no trailing row of zeros), and where the client keeps a fixed number of
+// connections, that is all the gateway held while it ran: no warm-up's connection sat on a pod
+// through the window.
+func checkWindowsCarryOnlyTheirConnections(t *testing.T, dir string, fixed map[string]float64) {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		ts, err := report.ReadSeries(filepath.Join(dir, e.Name(), "timeseries.csv"))
+		if err != nil {
+			continue
+		}
+		rps, active := ts.Column("rps"), ts.Column("sum_cx")
+		if len(rps) == 0 {
+			t.Errorf("%s: empty time series", e.Name())
+			continue
+		}
+		if last := len(rps) - 1; rps[last] == 0 && active[last] == 0 {
+			t.Errorf("%s: the time series ends in a row of zeros (%d rows)", e.Name(), len(rps))
+		}
+		if want, ok := fixed[e.Name()]; ok {
+			for i, n := range active {
+				if n != want {
+					t.Errorf("%s: second %d of the window had %v connections open on the gateway, want the client's %v", e.Name(), i+1, n, want)
+					break
+				}
+			}
+		}
+	}
 }
 
 // checkReport checks the suite drew its plots and report, that `igwlab report` makes the same

@@ -7,11 +7,17 @@ import (
 	"github.com/igwlab/igwlab/runner/emulator"
 )
 
+// LocalDrainTime is the local target's listener drain time: Istio's 45 s default would add
+// most of a minute to every scenario switch, and the drain has nothing to drain there (each
+// scenario's clients close their connections when they finish), so the local target uses
+// one second and says so with each scenario.
+const LocalDrainTime = time.Second
+
 // poolFlags are the local target's sizing flags, shared by suite and serve.
 type poolFlags struct {
 	pods, concurrency, waypointPods, waypointWorkers int
-	serviceTime, perKiB, connCost                    time.Duration
-	balance                                          string
+	serviceTime, perKiB, connCost, drainTime         time.Duration
+	balance, codec                                   string
 	seed                                             uint64
 	tls                                              bool
 }
@@ -27,12 +33,15 @@ func (p *poolFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&p.connCost, "conn-cost", d.ConnCost, "emulated worker time to accept a connection")
 	fs.StringVar(&p.balance, "balance", emulator.BalanceRandom, "L4 balancer in front of the pods: random (kube-proxy), round-robin, source-hash")
 	fs.Uint64Var(&p.seed, "seed", 0, "seed for pod placement (0 = random each run)")
+	fs.DurationVar(&p.drainTime, "drain-time", LocalDrainTime, "how long a replaced listener's connections may drain before they are closed (Envoy's --drain-time-s; Istio's default is 45s)")
+	fs.StringVar(&p.codec, "http2-codec", emulator.CodecOghttp2, "Envoy's downstream HTTP/2 library: oghttp2 (Envoy 1.35's default) or nghttp2")
 	fs.BoolVar(&p.tls, "tls", false, "terminate TLS on the gateway (listener 0.0.0.0_443): every new connection costs its worker a handshake")
 }
 
 func (p *poolFlags) config() (emulator.Config, error) {
 	c := emulator.Config{Pods: p.pods, Workers: p.concurrency, WaypointPods: p.waypointPods,
 		WaypointWorkers: p.waypointWorkers, Balance: p.balance, Seed: p.seed, TLS: p.tls,
+		ListenerDrainTime: p.drainTime, Codec: p.codec,
 		Model: emulator.Model{ServiceTime: p.serviceTime, PerKiB: p.perKiB, ConnCost: p.connCost}}
 	// Checked here as well as by the emulator, so the error names the flag the user typed.
 	for _, f := range []struct {
@@ -54,6 +63,12 @@ func (p *poolFlags) config() (emulator.Config, error) {
 	}
 	if p.connCost < 0 || p.connCost > time.Second {
 		return c, usagef("--conn-cost %s: allowed 0..1s", p.connCost)
+	}
+	if p.drainTime <= 0 || p.drainTime > time.Hour {
+		return c, usagef("--drain-time %s: allowed (0, 1h]", p.drainTime)
+	}
+	if p.codec != emulator.CodecOghttp2 && p.codec != emulator.CodecNghttp2 {
+		return c, usagef("--http2-codec %q: allowed %s (Envoy 1.35's default), %s", p.codec, emulator.CodecOghttp2, emulator.CodecNghttp2)
 	}
 	if err := c.Check(); err != nil {
 		return c, UsageError{err}

@@ -15,9 +15,6 @@ import (
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"f3": func(v float64) string { return fmt.Sprintf("%.3f", v) },
 	"f1": func(v float64) string { return fmt.Sprintf("%.1f", v) },
-	"pct": func(v float64) string {
-		return fmt.Sprintf("%.0f%%", 100*v)
-	},
 	"n": func(v float64) string { return fmt.Sprintf("%d", int64(math.Round(v))) },
 	"ratio": func(v *float64) string {
 		if v == nil || math.IsInf(*v, 0) || math.IsNaN(*v) {
@@ -70,7 +67,7 @@ A few long-lived HTTP/2 connections put all their streams on a few Envoy workers
 <th class="num">rps</th><th class="num">p99 ms</th><th class="num">busiest worker</th><th class="num">drained</th><th>knobs set</th></tr>
 {{range .Rows}}<tr><td><b>{{.Name}}</b>{{if .Disturbed}}<br><span class="bad">disturbed</span>{{end}}</td><td>{{.Client}}</td>
 {{if eq .Status "ok"}}<td class="num">{{n .ConnectionsTotal}}</td><td class="num">{{f3 .CV}}</td><td>{{.ChanceVerdict}}</td>
-<td class="num">{{f1 .RPS}}</td><td class="num">{{f1 .P99Ms}}</td><td class="num">{{pct .BusyMax}}</td><td class="num">{{n .GoAways}}</td>
+<td class="num">{{f1 .RPS}}</td><td class="num">{{f1 .P99Ms}}</td><td class="num">{{.BusyText}}</td><td class="num">{{n .GoAways}}</td>
 {{else}}<td colspan="7" class="muted">{{.Status}}: {{.Reason}}</td>{{end}}
 <td>{{range .Knobs}}<code>{{.}}</code> {{end}}</td></tr>
 {{end}}</table>

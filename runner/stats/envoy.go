@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Names are the installation-specific names a gateway reports under.
@@ -100,10 +102,16 @@ type Pod struct {
 	RqIdleTimeout      float64 `json:"downstream_rq_idle_timeout"`
 	CxIdleTimeout      float64 `json:"downstream_cx_idle_timeout"`
 	DrainClose         float64 `json:"downstream_cx_drain_close"`
-	// Emulator-only (igwlab.*) stats; absent on a real Envoy.
-	Drains         float64 `json:"drains_started"`
-	GoAwaySent     float64 `json:"goaway_sent"`
-	RefusedStreams float64 `json:"refused_streams"`
+	CxDestroy          float64 `json:"downstream_cx_destroy"`
+	ProtocolErrors     float64 `json:"downstream_cx_protocol_error"`
+	// HTTP/2 codec stats: Envoy keeps the downstream ones at the root (http2.*, summed over the
+	// proxy's listeners), with no labels.
+	StreamRefused float64 `json:"http2_stream_refused_errors"`
+	GoAwayFinal   float64 `json:"http2_goaway_sent"`
+	// Emulator-only (igwlab.*) stats; absent on a real Envoy. They may add detail to a call,
+	// never decide one.
+	Drains     float64 `json:"drains_started"`
+	GoAwaySent float64 `json:"goaway_sent"`
 
 	WorkerCx     map[int]float64 `json:"worker_cx_total"`
 	WorkerActive map[int]float64 `json:"worker_cx_active"`
@@ -121,8 +129,6 @@ type Pod struct {
 	SSLHandshake    float64 `json:"ssl_handshake"`
 
 	RqTime Buckets `json:"-"`
-	// Emulated is true when the pod reports the emulator's own igwlab.* stats.
-	Emulated bool `json:"-"`
 	// Present is false when the pod could not be read.
 	Present bool `json:"present"`
 }
@@ -147,12 +153,15 @@ func Extract(s Snapshot, n Names) Pod {
 	p.RqIdleTimeout = get("envoy_http_downstream_rq_idle_timeout", h)
 	p.CxIdleTimeout = get("envoy_http_downstream_cx_idle_timeout", h)
 	p.DrainClose = get("envoy_http_downstream_cx_drain_close", h)
-	p.Drains = get("envoy_igwlab_drains_started", nil)
-	p.GoAwaySent = get("envoy_igwlab_goaway_sent", nil)
-	p.RefusedStreams = get("envoy_igwlab_refused_streams", nil)
+	p.CxDestroy = get("envoy_http_downstream_cx_destroy", h)
+	p.ProtocolErrors = get("envoy_http_downstream_cx_protocol_error", h)
+	p.StreamRefused = get("envoy_http2_stream_refused_errors", nil)
+	p.GoAwayFinal = get("envoy_http2_goaway_sent", nil)
+	p.Drains = get(emulatorPrefix+"drains_started", nil)
+	p.GoAwaySent = get(emulatorPrefix+"goaway_sent", nil)
 	p.WorkerCx = s.WorkerSeries("downstream_cx_total", n.Listener)
 	p.WorkerActive = s.WorkerSeries("downstream_cx_active", n.Listener)
-	p.WorkerBusyNs = s.LabelIntValues("envoy_igwlab_worker_busy_ns", "worker")
+	p.WorkerBusyNs = s.LabelIntValues(emulatorPrefix+"worker_busy_ns", "worker")
 	p.UpCxTotal = get("envoy_cluster_upstream_cx_total", c)
 	p.UpRqTotal = get("envoy_cluster_upstream_rq_total", c)
 	p.PendingActive = get("envoy_cluster_upstream_rq_pending_active", c)
@@ -164,7 +173,6 @@ func Extract(s Snapshot, n Names) Pod {
 	p.TxBuffered = get("envoy_cluster_upstream_cx_tx_bytes_buffered", c)
 	p.SSLHandshake = get("envoy_listener_ssl_handshake", l)
 	p.RqTime = s.Histogram("envoy_http_downstream_rq_time", h)
-	p.Emulated = s.Families["envoy_igwlab_drains_started"] != nil
 	return p
 }
 
@@ -212,9 +220,12 @@ func Delta(pre, post Pod) (d Pod, restarted bool) {
 	d.RqIdleTimeout = sub(pre.RqIdleTimeout, post.RqIdleTimeout)
 	d.CxIdleTimeout = sub(pre.CxIdleTimeout, post.CxIdleTimeout)
 	d.DrainClose = sub(pre.DrainClose, post.DrainClose)
+	d.CxDestroy = sub(pre.CxDestroy, post.CxDestroy)
+	d.ProtocolErrors = sub(pre.ProtocolErrors, post.ProtocolErrors)
+	d.StreamRefused = sub(pre.StreamRefused, post.StreamRefused)
+	d.GoAwayFinal = sub(pre.GoAwayFinal, post.GoAwayFinal)
 	d.Drains = sub(pre.Drains, post.Drains)
 	d.GoAwaySent = sub(pre.GoAwaySent, post.GoAwaySent)
-	d.RefusedStreams = sub(pre.RefusedStreams, post.RefusedStreams)
 	d.UpCxTotal = sub(pre.UpCxTotal, post.UpCxTotal)
 	d.UpRqTotal = sub(pre.UpRqTotal, post.UpRqTotal)
 	d.PendingOverflow = sub(pre.PendingOverflow, post.PendingOverflow)
@@ -240,6 +251,26 @@ func subMap(pre, post map[int]float64, restarted *bool) map[int]float64 {
 			continue
 		}
 		out[k] = v - pre[k]
+	}
+	return out
+}
+
+// emulatorPrefix starts every metric family only the local emulator serves (igwlab.* stats:
+// worker busy time, drains started, GOAWAY frames sent). A real Envoy has none of them.
+const emulatorPrefix = "envoy_igwlab_"
+
+// EmulatorOnly reports whether a metric family is one only the emulator serves.
+func EmulatorOnly(family string) bool { return strings.HasPrefix(family, emulatorPrefix) }
+
+// RealGatewayView is the snapshot as a real Istio gateway would report it: without the
+// emulator's own families.
+func RealGatewayView(s Snapshot) Snapshot {
+	out := s
+	out.Families = make(map[string]*dto.MetricFamily, len(s.Families))
+	for name, f := range s.Families {
+		if !EmulatorOnly(name) {
+			out.Families[name] = f
+		}
 	}
 	return out
 }

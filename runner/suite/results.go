@@ -29,8 +29,12 @@ func writeScenarioResults(dir string, a *analysis.Result, in *analysis.Input, ew
 		fmt.Fprintf(&cv, "chance k=%d n=%d median %.3f band [%.3f, %.3f] -> %s (p=%.3g)\n", b.K, b.N, b.Median, b.Lo, b.Hi, a.ChanceVerdict, a.ChanceP)
 	}
 	fmt.Fprintf(&cv, "cv_requests %.3f\n", a.CVRequests)
-	fmt.Fprintf(&cv, "busy_max %.3f %s\n", a.BusyMax, a.HotWorker)
-	fmt.Fprintf(&cv, "busy_mean %.3f\n", a.BusyMean)
+	if _, ok := a.Busy(); ok {
+		fmt.Fprintf(&cv, "busy_max %.3f %s\n", a.BusyMax, a.HotWorker)
+		fmt.Fprintf(&cv, "busy_mean %.3f\n", a.BusyMean)
+	} else {
+		fmt.Fprintf(&cv, "busy_max n/a (Envoy exports no per-worker busy time)\n")
+	}
 	fmt.Fprintf(&cv, "goaways %d\n", int(a.GoAways))
 	ew.add(writeFile(filepath.Join(dir, "cv.txt"), []byte(cv.String())))
 	ew.add(writePerPod(filepath.Join(dir, "worker_cv_per_pod.txt"), a.WorkerCV))

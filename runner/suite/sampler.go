@@ -104,6 +104,7 @@ type sampler struct {
 	prev     map[string]stats.Pod
 	prevAt   time.Time
 	peaks    analysis.Peaks
+	closed   float64 // connections closed since the window began, at the last sample
 	errors   int
 	onSample func(Live)
 }
@@ -114,6 +115,9 @@ type Live struct {
 	Connections map[string]float64 // active, per pod
 	CV          float64            // of per-pod active connections
 	RPS         float64
+	// Refused and ProtocolErrors count, since the window began, streams refused over a cap
+	// (http2.stream_refused_errors) and connections closed on a protocol error.
+	Refused, ProtocolErrors float64
 }
 
 func newSampler(t target.Target, pods []target.Pod, names stats.Names, pre []stats.Snapshot) *sampler {
@@ -122,7 +126,7 @@ func newSampler(t target.Target, pods []target.Pod, names stats.Names, pre []sta
 		p := stats.Extract(snap, names)
 		s.base[p.Name], s.prev[p.Name] = p, p
 	}
-	cols := []string{"timestamp", "elapsed_s", "cv", "cv_cx_active", "cv_rps", "sum_cx", "sum_rq", "rps", "goaways", "busy_max", "p99_ms"}
+	cols := []string{"timestamp", "elapsed_s", "cv", "cv_cx_active", "cv_rps", "sum_cx", "sum_rq", "rps", "closed", "busy_max", "p99_ms"}
 	for _, p := range pods {
 		cols = append(cols, "cx_active:"+p.Name)
 	}
@@ -147,22 +151,30 @@ func (s *sampler) run(ctx context.Context, every time.Duration) {
 	}
 }
 
+// sample reads every pod once and adds a row. A round in which no pod could be read (the
+// window ended while the reads were in flight, or every admin failed) adds no row: a row of
+// zeros would read as a pool that went idle.
 func (s *sampler) sample(ctx context.Context) {
 	snaps, _, errs := scrape(ctx, s.t, s.pods)
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if ctx.Err() != nil {
+		return
+	}
 	dt := now.Sub(s.prevAt).Seconds()
 	var conns, active, rates []float64
-	var sumRq, sumRate, goaways, sumActive, sumRqActive, rxBuf, pending, busyMax float64
+	var sumRq, sumRate, closed, refused, protoErrs, sumActive, sumRqActive, rxBuf, pending, busyMax float64
 	var window stats.Buckets
 	perRate := map[string]float64{}
 	liveConns := map[string]float64{}
+	read := 0
 	for i, snap := range snaps {
 		if errs[i] != nil {
 			s.errors++
 			continue
 		}
+		read++
 		cur := stats.Extract(snap, s.names)
 		since, _ := stats.Delta(s.base[cur.Name], cur)
 		last, _ := stats.Delta(s.prev[cur.Name], cur)
@@ -174,11 +186,9 @@ func (s *sampler) sample(ctx context.Context) {
 		liveConns[cur.Name] = cur.CxActive
 		sumRq += since.RqTotal
 		sumRate += rate
-		if cur.Emulated {
-			goaways += since.Drains
-		} else {
-			goaways += since.DrainClose
-		}
+		closed += since.CxDestroy
+		refused += since.StreamRefused
+		protoErrs += since.ProtocolErrors
 		sumActive += cur.CxActive
 		sumRqActive += cur.RqActive
 		rxBuf += cur.RxBuffered
@@ -189,7 +199,11 @@ func (s *sampler) sample(ctx context.Context) {
 		}
 		s.prev[cur.Name] = cur
 	}
+	if read == 0 {
+		return
+	}
 	s.prevAt = now
+	s.closed = closed
 	s.peaks.CxActive = math.Max(s.peaks.CxActive, sumActive)
 	s.peaks.RqActive = math.Max(s.peaks.RqActive, sumRqActive)
 	s.peaks.RxBuffered = math.Max(s.peaks.RxBuffered, rxBuf)
@@ -200,7 +214,7 @@ func (s *sampler) sample(ctx context.Context) {
 	}
 	row := []string{fmt.Sprintf("%.3f", float64(now.UnixMilli())/1000), fmt.Sprintf("%.3f", now.Sub(s.start).Seconds()),
 		f3(analysis.CV(conns)), f3(analysis.CV(active)), f3(analysis.CV(rates)), num(sumActive), num(sumRq),
-		fmt.Sprintf("%.1f", sumRate), num(goaways), f3(busyMax), fmt.Sprintf("%.2f", p99)}
+		fmt.Sprintf("%.1f", sumRate), num(closed), f3(busyMax), fmt.Sprintf("%.2f", p99)}
 	for _, p := range s.pods {
 		row = append(row, num(liveConns[p.Name]))
 	}
@@ -209,8 +223,18 @@ func (s *sampler) sample(ctx context.Context) {
 	}
 	s.rows = append(s.rows, strings.Join(row, ","))
 	if s.onSample != nil {
-		s.onSample(Live{Elapsed: now.Sub(s.start), Connections: liveConns, CV: analysis.CV(active), RPS: sumRate})
+		s.onSample(Live{Elapsed: now.Sub(s.start), Connections: liveConns, CV: analysis.CV(active), RPS: sumRate,
+			Refused: refused, ProtocolErrors: protoErrs})
 	}
+}
+
+// closedDuringLoad is how many connections had closed since the window began, at the last
+// sample taken while the load ran: with clients that keep their connections, the ones the
+// gateway drained.
+func (s *sampler) closedDuringLoad() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 func f3(v float64) string { return fmt.Sprintf("%.3f", v) }

@@ -33,7 +33,7 @@ func (r *run) scenario(ctx context.Context, lab *stacks.Scenario, dir string) *a
 		return res
 	}
 	var ew errs
-	ew.add(writeScenarioFile(filepath.Join(dir, "scenario.yaml"), lab, sc, r.info.Name))
+	ew.add(writeScenarioFile(filepath.Join(dir, "scenario.yaml"), lab, sc, r.info))
 	started := time.Now()
 	out, err := r.measure(ctx, sc, dir, &ew)
 	if err != nil {
@@ -97,6 +97,9 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 		}
 	}
 	r.prog.step("applying %s", knobText(sc.Knobs))
+	// The settle time runs from the change, alongside the wait for the replaced listeners to
+	// drain: it is time for the pool to quiet down, not an extra pause after it has.
+	settled := time.Now().Add(sc.Load.Settle.D())
 	if err := t.Apply(ctx, sc); err != nil {
 		return nil, fmt.Errorf("applying knobs: %w", err)
 	}
@@ -104,7 +107,7 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 		return nil, err
 	}
 	r.prog.step("settling %s", sc.Load.Settle)
-	if err := sleep(ctx, sc.Load.Settle.D()); err != nil {
+	if err := sleep(ctx, time.Until(settled)); err != nil {
 		return nil, err
 	}
 	spec, err := r.loadSpec(sc)
@@ -119,13 +122,9 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	pre, preRaw, preErrs := r.adm().scrape(ctx, gw)
-	if err := firstErr(preErrs); err != nil {
-		return nil, fmt.Errorf("reading stats before the load: %w", err)
-	}
-	if names, err := stats.Discover(pre, "httpbin"); err == nil && r.names.HCMPrefix == "" {
-		r.names = names
-		r.sum.Names = names
+	pre, preRaw, err := r.quiet(ctx, gw)
+	if err != nil {
+		return nil, err
 	}
 	wpPre, wpPreRaw, _ := r.adm().scrape(ctx, wp)
 	_, ztPreRaw, _ := r.adm().scrape(ctx, zt)
@@ -169,6 +168,7 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 	if result != nil {
 		ew.add(writeJSON(filepath.Join(dir, result.Client+".json"), result.Native))
 		ew.add(writeFile(filepath.Join(dir, result.Client+".txt"), []byte(result.Text)))
+		ew.add(writeJSON(filepath.Join(dir, "client_result.json"), result))
 	}
 	if loadErr != nil {
 		return nil, fmt.Errorf("load client %s: %w", sc.Client.Kind, loadErr)
@@ -179,7 +179,8 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 	if err := firstErr(postErrs); err != nil {
 		return nil, fmt.Errorf("reading stats after the load: %w", err)
 	}
-	in := &analysis.Input{Scenario: sc, Target: r.info.Name, Client: result, Window: window, Peaks: smp.peaks}
+	in := &analysis.Input{Scenario: sc, Target: r.info.Name, TargetDepartures: r.info.Departures, Client: result, Window: window, Peaks: smp.peaks,
+		ClosedDuringLoad: smp.closedDuringLoad()}
 	for i := range gw {
 		in.Pre = append(in.Pre, stats.Extract(pre[i], names))
 		in.Post = append(in.Post, stats.Extract(post[i], names))
@@ -193,6 +194,40 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 	}
 	return in, nil
 }
+
+// quiet reads the gateway pods' stats just before the window, once no connection is open on
+// the gateway's listener: every connection of the window is then the client's own. A warm-up
+// client closes its connections as it ends; if some stay open (another client, a connection
+// being torn down) after quietWait, the window starts anyway and a warning says how many.
+func (r *run) quiet(ctx context.Context, gw []target.Pod) ([]stats.Snapshot, [][]byte, error) {
+	deadline := time.Now().Add(quietWait)
+	for {
+		pre, preRaw, preErrs := r.adm().scrape(ctx, gw)
+		if err := firstErr(preErrs); err != nil {
+			return nil, nil, fmt.Errorf("reading stats before the load: %w", err)
+		}
+		if names, err := stats.Discover(pre, "httpbin"); err == nil && r.names.HCMPrefix == "" {
+			r.names = names
+			r.sum.Names = names
+		}
+		open := 0.0
+		for _, s := range pre {
+			open += stats.Extract(s, r.names).CxActive
+		}
+		if open == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			if open > 0 {
+				r.warn(fmt.Sprintf("%d connection(s) were still open on the gateway when the window began (opened before it: they count in downstream_cx_active, not in the window's connections)", int(open)))
+			}
+			return pre, preRaw, nil
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// quietWait bounds the wait for the gateway to hold no connection before a window.
+const quietWait = 3 * time.Second
 
 // runLoad runs the scenario's client. A client that panics (an in-process one on the local
 // target) is turned into an error with its stack kept in the folder: the crash is reported as
@@ -268,17 +303,21 @@ func (r *run) loadSpec(sc stacks.Scenario) (load.Spec, error) {
 	return spec, nil
 }
 
-func writeScenarioFile(path string, lab *stacks.Scenario, run stacks.Scenario, target string) error {
+func writeScenarioFile(path string, lab *stacks.Scenario, run stacks.Scenario, info target.Info) error {
 	doc := map[string]any{
 		"name": run.Name, "title": run.Title, "teaches": run.Teaches, "watch": run.Watch,
-		"target": target, "file": lab.File, "client": run.Client, "load": run.Load,
+		"target": info.Name, "file": lab.File, "client": run.Client, "load": run.Load,
 		"knobs_in_force": run.Knobs.Effective(), "filters": run.Filters, "waypoint": run.Waypoint,
 	}
-	if target == stacks.TargetLocal {
-		if d := lab.Departures(); len(d) > 0 {
-			doc["local_departures"] = d
+	var deps []stacks.Departure
+	if info.Name == stacks.TargetLocal {
+		deps = lab.Departures()
+		if len(deps) > 0 {
 			doc["local_departures_why"] = strings.TrimSpace(lab.Local.Why)
 		}
+	}
+	if deps = append(deps, info.Departures...); len(deps) > 0 {
+		doc["local_departures"] = deps
 	}
 	b, err := yaml.Marshal(doc)
 	if err != nil {

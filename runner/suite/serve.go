@@ -87,14 +87,15 @@ func Serve(ctx context.Context, o ServeOptions) (*Summary, error) {
 	if n, err := stats.Discover(append(pre, post...), "httpbin"); err == nil {
 		names = n
 	}
-	in := analysis.Input{Scenario: sc, Target: stacks.TargetLocal, Window: window, Peaks: smp.peaks}
+	in := analysis.Input{Scenario: sc, Target: stacks.TargetLocal, TargetDepartures: info.Departures, Window: window, Peaks: smp.peaks,
+		ClosedDuringLoad: smp.closedDuringLoad()}
 	for i := range pods {
 		in.Pre = append(in.Pre, stats.Extract(pre[i], names))
 		in.Post = append(in.Post, stats.Extract(post[i], names))
 	}
 	res := analysis.Analyze(in)
 	obs := t.Pool.Observe()
-	verdicts := Classify(obs, sc.Knobs)
+	verdicts := Classify(obs, sc.Knobs, res.RefusedStreams, res.ProtocolErrors)
 	dir := filepath.Join(o.OutDir, time.Now().UTC().Format("20060102T150405Z")+"-serve")
 	var ew errs
 	writeScenarioResults(filepath.Join(dir, "serve"), res, &in, &ew)
@@ -112,8 +113,11 @@ func Serve(ctx context.Context, o ServeOptions) (*Summary, error) {
 	return sum, ew.err()
 }
 
-// Classify says how an uninstrumented client behaved at the gateway's limits.
-func Classify(o emulator.Observation, k stacks.Knobs) []analysis.Verdict {
+// Classify says how an uninstrumented client behaved at the gateway's limits. refused and
+// protocolErrors are Envoy's own counts (http2.stream_refused_errors: streams over a cap the
+// client had not acknowledged yet; downstream_cx_protocol_error: connections killed, among
+// other reasons, for a stream over a cap the client had acknowledged).
+func Classify(o emulator.Observation, k stacks.Knobs, refused, protocolErrors float64) []analysis.Verdict {
 	limit := "2147483647 (Envoy default)"
 	if v, ok := stacks.Registry[0].Get(&k); ok {
 		limit = v
@@ -133,8 +137,11 @@ func Classify(o emulator.Observation, k stacks.Knobs) []analysis.Verdict {
 		cap.Verdict = "QUEUES"
 		cap.Detail = fmt.Sprintf("reached the cap %d time(s) and never opened a connection meanwhile: it queues on its connections, so max_concurrent_streams will not spread it; use max_requests_per_connection", o.CapHits)
 	}
-	if o.Refused > 0 {
-		cap.Detail += fmt.Sprintf("; %d stream(s) refused for exceeding the advertised cap", o.Refused)
+	if refused > 0 {
+		cap.Detail += fmt.Sprintf("; %d stream(s) refused over the cap before the client acknowledged it (http2.stream_refused_errors)", int(refused))
+	}
+	if protocolErrors > 0 {
+		cap.Detail += fmt.Sprintf("; %d connection(s) closed on a protocol error (downstream_cx_protocol_error), as a stream over an acknowledged cap is", int(protocolErrors))
 	}
 	out = append(out, cap)
 	ga := analysis.Verdict{ID: "goaway", Title: "after a GOAWAY"}
@@ -156,8 +163,8 @@ func writeLive(w io.Writer, tty bool, pods []target.Pod, l Live, o emulator.Obse
 	for i, p := range pods {
 		parts = append(parts, fmt.Sprintf("p%d=%d", i, int(l.Connections[p.Name])))
 	}
-	line := fmt.Sprintf("%5.0fs  active conns %s  CV %.2f  %6.0f rps  opened %d  GOAWAY %d  refused %d",
-		l.Elapsed.Seconds(), strings.Join(parts, " "), l.CV, l.RPS, o.Opened, o.Drains, o.Refused)
+	line := fmt.Sprintf("%5.0fs  active conns %s  CV %.2f  %6.0f rps  opened %d  GOAWAY %d  refused %d  protocol errors %d",
+		l.Elapsed.Seconds(), strings.Join(parts, " "), l.CV, l.RPS, o.Opened, o.Drains, int(l.Refused), int(l.ProtocolErrors))
 	if tty {
 		fmt.Fprintf(w, "\r\033[K%s", line)
 		return
@@ -179,8 +186,8 @@ func writeServeReport(w io.Writer, r *analysis.Result, o emulator.Observation, v
 	if r.Chance != nil {
 		fmt.Fprintf(w, " (%s; chance band for k=%d is [%.3f, %.3f])", r.ChanceVerdict, r.Chance.K, r.Chance.Lo, r.Chance.Hi)
 	}
-	fmt.Fprintf(w, "\nrequests CV %.3f; hottest worker %.0f%% busy; GOAWAY drains %d; refused streams %d; peak streams on one connection %d\n",
-		r.CVRequests, 100*r.BusyMax, o.Drains, o.Refused, o.PeakStreams)
+	fmt.Fprintf(w, "\nrequests CV %.3f; hottest worker %.0f%% busy; GOAWAY drains %d; refused streams %d; protocol errors %d; peak streams on one connection %d\n",
+		r.CVRequests, 100*r.BusyMax, o.Drains, int(r.RefusedStreams), int(r.ProtocolErrors), o.PeakStreams)
 	for _, v := range vs {
 		fmt.Fprintf(w, "%-10s %-18s %s\n", v.ID, v.Verdict, v.Detail)
 	}

@@ -255,8 +255,8 @@ func oneLine(r *analysis.Result) string {
 	if r.Status != "ok" {
 		return r.Status + ": " + r.Reason
 	}
-	s := fmt.Sprintf("CV %.3f over %d connections (%s); %.0f rps, p99 %.1f ms; hottest worker %.0f%% busy",
-		r.CV, int(r.ConnectionsTotal), r.ChanceVerdict, r.RPS, r.P99Ms, 100*r.BusyMax)
+	s := fmt.Sprintf("CV %.3f over %d connections (%s); %.0f rps, p99 %.1f ms; hottest worker %s busy",
+		r.CV, int(r.ConnectionsTotal), r.ChanceVerdict, r.RPS, r.P99Ms, r.BusyText())
 	if r.GoAways > 0 {
 		s += fmt.Sprintf("; %d drained", int(r.GoAways))
 	}
@@ -303,11 +303,14 @@ func (r *run) guarded(ctx context.Context, sc *stacks.Scenario, dir string) (res
 
 // adm reads admins for the scenario being run; retried reads become its warnings.
 func (r *run) adm() admins {
-	return admins{t: r.o.Target, timeout: r.o.AdminTimeout, warn: func(s string) {
-		r.warnMu.Lock()
-		r.warnings = append(r.warnings, s)
-		r.warnMu.Unlock()
-	}}
+	return admins{t: r.o.Target, timeout: r.o.AdminTimeout, warn: r.warn}
+}
+
+// warn records a problem the scenario got over, for its warnings.
+func (r *run) warn(s string) {
+	r.warnMu.Lock()
+	r.warnings = append(r.warnings, s)
+	r.warnMu.Unlock()
 }
 
 // takeWarnings returns the warnings gathered since the last call.

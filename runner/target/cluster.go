@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"time"
 
@@ -137,7 +138,13 @@ func (c *Cluster) switchStack(ctx context.Context, sc stacks.Scenario) error {
 	return nil
 }
 
-// waitDrained polls listener_manager.total_listeners_draining on every gateway pod until 0.
+// drainingFilter selects the two gauges of draining on an Envoy admin's /stats: an EnvoyFilter
+// that changes only the connection manager updates the filter chain in place and drains the
+// old chain (total_filter_chains_draining); one that changes the listener itself replaces it
+// (total_listeners_draining).
+const drainingFilter = `^listener_manager\.total_(listeners|filter_chains)_draining$`
+
+// waitDrained polls the draining gauges on every gateway pod until both are 0.
 func (c *Cluster) waitDrained(ctx context.Context) error {
 	deadline := time.Now().Add(c.o.DrainTimeout)
 	for {
@@ -147,7 +154,7 @@ func (c *Cluster) waitDrained(ctx context.Context) error {
 		}
 		draining := 0
 		for _, p := range pods {
-			raw, err := c.Admin(ctx, p, "/stats?filter=^listener_manager.total_listeners_draining$")
+			raw, err := c.Admin(ctx, p, "/stats?filter="+url.QueryEscape(drainingFilter))
 			if err != nil {
 				return err
 			}
@@ -157,7 +164,7 @@ func (c *Cluster) waitDrained(ctx context.Context) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d listener(s) still draining after %s", draining, c.o.DrainTimeout)
+			return fmt.Errorf("%d listener(s) or filter chain(s) still draining after %s", draining, c.o.DrainTimeout)
 		}
 		select {
 		case <-ctx.Done():
@@ -167,14 +174,17 @@ func (c *Cluster) waitDrained(ctx context.Context) error {
 	}
 }
 
+// drainingListeners sums the draining gauges in an admin /stats text.
 func drainingListeners(stats string) int {
 	n := 0
 	for _, line := range strings.Split(stats, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "listener_manager.total_listeners_draining: "); ok {
-			var x int
-			fmt.Sscan(v, &x)
-			n += x
+		name, v, ok := strings.Cut(strings.TrimSpace(line), ": ")
+		if !ok || (name != "listener_manager.total_listeners_draining" && name != "listener_manager.total_filter_chains_draining") {
+			continue
 		}
+		var x int
+		fmt.Sscan(v, &x)
+		n += x
 	}
 	return n
 }

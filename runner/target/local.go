@@ -41,13 +41,20 @@ func (l *Local) Info(context.Context) (Info, error) {
 			"waypoint_workers": c.WaypointWorkers, "jwt_verify_cost_us": jwt.Microseconds(),
 			"access_log_entry_cost_us": al.Microseconds(), "tls": c.TLS,
 			"tls_handshake_cost_us": l.Pool.TLSHandshakeCost().Microseconds(),
-		}}, nil
+			"http2_codec":           c.Codec, "listener_drain_s": c.ListenerDrainTime.Seconds(),
+		}, Departures: []stacks.Departure{{
+			Field: "gateway listener drain time (Envoy --drain-time-s)",
+			Lab:   "the gateway pods' drainDuration (Istio's default 45s)",
+			Local: c.ListenerDrainTime.String(),
+		}}}, nil
 }
 
-// Apply implements Target: the knobs reach every pod at once, as a new listener config does.
-func (l *Local) Apply(_ context.Context, sc stacks.Scenario) error {
+// Apply implements Target: the knobs reach every pod at once, as a new listener config does,
+// and like the cluster target it returns once the replaced listeners have drained, so that
+// no connection of the previous setup is left when the scenario is measured.
+func (l *Local) Apply(ctx context.Context, sc stacks.Scenario) error {
 	l.Pool.Apply(emulator.Setup{Knobs: sc.Knobs, Filters: sc.Filters, Waypoint: sc.Waypoint})
-	return nil
+	return l.Pool.WaitDrained(ctx)
 }
 
 // Pods implements Target.

@@ -35,6 +35,9 @@ type Info struct {
 	Waypoints   int            `json:"waypoints"`
 	Endpoint    string         `json:"endpoint"`
 	Details     map[string]any `json:"details,omitempty"`
+	// Departures are where this target runs every scenario differently from the lab (the
+	// local target's short listener drain), shown with each scenario's own.
+	Departures []stacks.Departure `json:"departures,omitempty"`
 }
 
 // Target is a gateway pool the runner can drive.

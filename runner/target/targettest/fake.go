@@ -140,12 +140,12 @@ func (k *Kube) Get(_ context.Context, ns, pod string, port int, path string) ([]
 		return []byte(fmt.Sprintf(`{"version":"envoy 1.35","command_line_options":{"concurrency":%d}}`, e.workers)), nil
 	case path == "/stats/prometheus":
 		return []byte(e.prometheus()), nil
-	case strings.HasPrefix(path, "/stats?filter=^listener_manager.total_listeners_draining"):
+	case strings.HasPrefix(path, "/stats?filter=") && strings.Contains(path, "draining"):
 		d := e.Draining
 		if e.Draining > 0 {
-			e.Draining-- // the old listener finishes draining after a poll
+			e.Draining-- // the old filter chain finishes draining after a poll
 		}
-		return []byte(fmt.Sprintf("listener_manager.total_listeners_draining: %d\n", d)), nil
+		return []byte(fmt.Sprintf("listener_manager.total_filter_chains_draining: %d\nlistener_manager.total_listeners_draining: 0\n", d)), nil
 	case path == "/config_dump":
 		return []byte(e.configDump()), nil
 	}

@@ -1,0 +1,154 @@
+package suite
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/runner/load"
+	"github.com/igwlab/igwlab/runner/report"
+	"github.com/igwlab/igwlab/runner/stats"
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// Reanalyze makes a run's calls again from the raw files in its results folder: each
+// scenario's Prometheus pages before and after its window (stats_pre/, stats_post/,
+// waypoint_stats/), its client's result (client_result.json), its time series, and what
+// summary.json recorded of the run (order, status, window, peaks, the stat names in use).
+// view, when not nil, is applied to every page before it is read: RealGatewayView shows the
+// run as a real gateway would have reported it.
+func Reanalyze(dir string, view func(stats.Snapshot) stats.Snapshot) (map[string][]*analysis.Result, []analysis.Verdict, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s is not a results folder: %w", dir, err)
+	}
+	var sum Summary
+	if err := json.Unmarshal(raw, &sum); err != nil {
+		return nil, nil, fmt.Errorf("%s/summary.json: %w", dir, err)
+	}
+	if view == nil {
+		view = func(s stats.Snapshot) stats.Snapshot { return s }
+	}
+	cat, _ := stacks.Builtin()
+	runs := map[string][]*analysis.Result{}
+	for _, name := range sum.Order {
+		recorded := sum.Runs[name]
+		if len(recorded) == 0 && sum.Scenarios[name] != nil {
+			recorded = []*analysis.Result{sum.Scenarios[name]}
+		}
+		for i, rec := range recorded {
+			if rec.Status != statusOK {
+				runs[name] = append(runs[name], rec)
+				continue
+			}
+			sdir := filepath.Join(dir, name)
+			if len(recorded) > 1 || sum.Repeat > 1 {
+				sdir = filepath.Join(sdir, fmt.Sprintf("run-%d", i+1))
+			}
+			sc := stacks.Scenario{Name: name, Title: rec.Title, Hypothesis: rec.Hypothesis}
+			if cat != nil {
+				if s, ok := cat.Get(name); ok {
+					sc = s.Effective(sum.Target)
+				}
+			}
+			in, err := readInput(sdir, sc, sum, rec, view)
+			if err != nil {
+				return nil, nil, err
+			}
+			a := analysis.Analyze(*in)
+			a.Disturbed, a.Faults = rec.Disturbed || a.Disturbed, rec.Faults
+			runs[name] = append(runs[name], a)
+		}
+	}
+	return runs, analysis.Evaluate(runs, sum.Pods), nil
+}
+
+// statusOK is a scenario run that completed and was analysed.
+const statusOK = "ok"
+
+func readInput(sdir string, sc stacks.Scenario, sum Summary, rec *analysis.Result, view func(stats.Snapshot) stats.Snapshot) (*analysis.Input, error) {
+	pre, err := readPages(filepath.Join(sdir, "stats_pre"), view)
+	if err != nil {
+		return nil, err
+	}
+	post, err := readPages(filepath.Join(sdir, "stats_post"), view)
+	if err != nil {
+		return nil, err
+	}
+	names := sum.Names
+	if n, err := stats.Discover(append(append([]stats.Snapshot{}, pre...), post...), "httpbin"); err == nil {
+		names.Cluster = n.Cluster
+		if names.HCMPrefix == "" {
+			names = n
+		}
+	}
+	in := &analysis.Input{Scenario: sc, Target: sum.Target, TargetDepartures: sum.Info.Departures,
+		Window: time.Duration(rec.WindowS * float64(time.Second)), Peaks: rec.Peaks}
+	for i := range post {
+		in.Pre = append(in.Pre, stats.Extract(pre[i], names))
+		in.Post = append(in.Post, stats.Extract(post[i], names))
+	}
+	if b, err := os.ReadFile(filepath.Join(sdir, "client_result.json")); err == nil {
+		var r load.Result
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("%s/client_result.json: %w", sdir, err)
+		}
+		in.Client = &r
+	}
+	if ts, err := report.ReadSeries(filepath.Join(sdir, "timeseries.csv")); err == nil {
+		if c := ts.Column("closed"); len(c) > 0 {
+			in.ClosedDuringLoad = c[len(c)-1]
+		}
+	}
+	wpPre, err := readPages(filepath.Join(sdir, "waypoint_stats", "pre"), view)
+	if err != nil {
+		return nil, err
+	}
+	wpPost, err := readPages(filepath.Join(sdir, "waypoint_stats", "post"), view)
+	if err != nil {
+		return nil, err
+	}
+	if len(wpPost) > 0 {
+		wn := waypointNames(append(append([]stats.Snapshot{}, wpPre...), wpPost...))
+		for i := range wpPost {
+			in.WaypointPre = append(in.WaypointPre, stats.Extract(wpPre[i], wn))
+			in.WaypointPost = append(in.WaypointPost, stats.Extract(wpPost[i], wn))
+		}
+	}
+	return in, nil
+}
+
+// readPages reads every pod's page in a folder (<pod>.prom), sorted by pod; a missing folder
+// holds none.
+func readPages(dir string, view func(stats.Snapshot) stats.Snapshot) ([]stats.Snapshot, error) {
+	entries, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []stats.Snapshot
+	for _, e := range entries {
+		pod, ok := strings.CutSuffix(e.Name(), ".prom")
+		if !ok {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		s, err := stats.ParseSnapshot(pod, time.Time{}, b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, e.Name()), err)
+		}
+		out = append(out, view(s))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
+	return out, nil
+}
