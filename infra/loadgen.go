@@ -59,27 +59,33 @@ func NewLoadGenerators(ctx *pulumi.Context, name string, args *LoadGenArgs, opts
 	}, inNS); err != nil {
 		return nil, err
 	}
-	// The image tag is the hash of what the Dockerfile copies, so a change rebuilds and rolls the pod.
-	sum, err := imageSourceHash(args.SourceDir, H2dialDockerfile)
-	if err != nil {
-		return nil, err
-	}
-	c.H2dialImg = args.Images.H2dial + ":" + sum[:12]
+	// A pushed image (igwlab:h2dialImage) is pulled like any other; otherwise the image is
+	// built here and imported into k3d, tagged with the hash of what its Dockerfile copies, so a
+	// change rebuilds and rolls the pod, and never pulled (it exists on the nodes only).
+	pull := "IfNotPresent"
+	c.H2dialImg = args.Images.H2dialPushed
 	h2Opts := inNS
-	if args.Build {
-		c.Build, err = local.NewCommand(ctx, "h2dial-image", &local.CommandArgs{
-			Create: pulumi.Sprintf("docker build -t %s -f %s . && k3d image import %s -c %s",
-				c.H2dialImg, H2dialDockerfile, c.H2dialImg, args.ClusterName),
-			Dir:      pulumi.String(orDot(args.SourceDir)),
-			Triggers: pulumi.Array{pulumi.String(sum)},
-		}, child(c, opts, dependsOn(args.Cluster))...)
+	if c.H2dialImg == "" {
+		sum, err := imageSourceHash(args.SourceDir, H2dialDockerfile)
 		if err != nil {
 			return nil, err
 		}
-		h2Opts = child(c, opts, dependsOn(c.Namespace, c.Build))
+		c.H2dialImg, pull = args.Images.H2dial+":"+sum[:12], "Never"
+		if args.Build {
+			c.Build, err = local.NewCommand(ctx, "h2dial-image", &local.CommandArgs{
+				Create: pulumi.Sprintf("docker build -t %s -f %s . && k3d image import %s -c %s",
+					c.H2dialImg, H2dialDockerfile, c.H2dialImg, args.ClusterName),
+				Dir:      pulumi.String(orDot(args.SourceDir)),
+				Triggers: pulumi.Array{pulumi.String(sum)},
+			}, child(c, opts, dependsOn(args.Cluster))...)
+			if err != nil {
+				return nil, err
+			}
+			h2Opts = child(c, opts, dependsOn(c.Namespace, c.Build))
+		}
 	}
 	if c.H2dial, err = deployment(ctx, "h2dial", LoadgenNamespace, 1, args.SkipAwait, corev1.ContainerArgs{
-		Name: pulumi.String("h2dial"), Image: pulumi.String(c.H2dialImg), ImagePullPolicy: pulumi.String("Never"),
+		Name: pulumi.String("h2dial"), Image: pulumi.String(c.H2dialImg), ImagePullPolicy: pulumi.String(pull),
 		Args: pulumi.StringArray{pulumi.String("-idle")}, Resources: res,
 	}, h2Opts); err != nil {
 		return nil, err

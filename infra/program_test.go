@@ -343,7 +343,10 @@ func contains(xs []string, s string) bool {
 }
 
 func TestExistingClusterAndRenderMode(t *testing.T) {
-	m := run(t, func(c *Config) { c.Cluster = "existing"; c.Kubeconfig = "/tmp/kubeconfig"; c.KubeContext = "prod-eks" })
+	m := run(t, func(c *Config) {
+		c.Cluster, c.Kubeconfig, c.KubeContext = "existing", "/tmp/kubeconfig", "prod-eks"
+		c.Images.H2dialPushed = "registry.example.com/igwlab/h2dial:v1"
+	})
 	if m.find("command:local:Command", "k3d-cluster") != nil {
 		t.Error("an existing cluster still runs k3d")
 	}
