@@ -58,7 +58,8 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	case cfg.RenderDir != "":
 		provArgs.RenderYamlToDirectory = pulumi.StringPtr(cfg.RenderDir)
 	case cfg.Cluster == "k3d":
-		if lab.Cluster, err = NewCluster(ctx, "cluster", &ClusterArgs{Name: cfg.ClusterName, Image: cfg.K3sImage, HostPort: cfg.HostPort}); err != nil {
+		if lab.Cluster, err = NewCluster(ctx, "cluster", &ClusterArgs{Name: cfg.ClusterName, Image: cfg.K3sImage,
+			HostPort: cfg.HostPort, APIPort: cfg.APIPort, Owner: ctx.Project() + "/" + ctx.Stack()}); err != nil {
 			return nil, err
 		}
 		provArgs.Kubeconfig = lab.Cluster.Kubeconfig
