@@ -53,6 +53,7 @@ preview)
 	cp "$cf" "$FAKE_PULUMI_SEEN"
 	if [[ -n ${FAKE_PULUMI_BLOCK:-} ]]; then echo $$ >"$FAKE_PULUMI_BLOCK.tmp"; mv "$FAKE_PULUMI_BLOCK.tmp" "$FAKE_PULUMI_BLOCK"; sleep 300; fi
 	echo '{"sequence":0,"timestamp":0,"summaryEvent":{"maybeCorrupt":false,"durationSeconds":0,"resourceChanges":{"update":1,"same":30},"PolicyPacks":{}}}' >>"$ev"
+	sleep 1 # the Automation API tails the file and stops when the CLI exits: let it read the line
 	echo "    ~ kubernetes:networking.istio.io/v1alpha3:EnvoyFilter: (update)"
 	echo "        + max_requests_per_connection: 10000" ;;
 *) echo "fake pulumi: unsupported $*" >&2; exit 2 ;;
