@@ -9,13 +9,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
@@ -30,6 +30,7 @@ type Config struct {
 	ClusterName string
 	K3sImage    string
 	HostPort    int // host port mapped to the gateway Service's port 80 by k3d
+	APIPort     int // host port of the k3d cluster's Kubernetes API (on 127.0.0.1)
 	Kubeconfig  string
 	KubeContext string
 
@@ -38,6 +39,9 @@ type Config struct {
 	GatewayReplicas   int
 	ProxyConcurrency  int
 	WaypointReplicas  int
+	// GatewayDrainDuration is Istio's drainDuration for the gateway pods: how long Envoy keeps
+	// a listener that an EnvoyFilter change replaced. Whole seconds (Envoy's --drain-time-s).
+	GatewayDrainDuration time.Duration
 
 	Scenario string
 	// Knobs override the scenario's knobs (igwlab:knobs, a JSON object of knob path to value,
@@ -75,14 +79,20 @@ type Images struct {
 	Fortio  string
 	GHZ     string
 	H2dial  string // repository (the tag is the hash of the h2dial sources)
+	// H2dialPushed is an h2dial image the cluster can pull (igwlab:h2dialImage), used instead
+	// of building one into k3d: the way to run the lab on an existing cluster.
+	H2dialPushed string
 }
 
 // Defaults are the lab's pins.
 var Defaults = Config{
-	Cluster: "k3d", ClusterName: "igw-tc-lab", K3sImage: "rancher/k3s:v1.33.4-k3s1", HostPort: 18080,
+	Cluster: "k3d", ClusterName: "igw-tc-lab", K3sImage: "rancher/k3s:v1.33.4-k3s1", HostPort: 18080, APIPort: 6550,
 	IstioVersion: "1.27.9", GatewayAPIVersion: "v1.3.0", GatewayReplicas: 6, ProxyConcurrency: 1,
 	WaypointReplicas: 3, Scenario: "02-trigger", Monitoring: true, KubePrometheusStackVersion: "84.5.0",
-	InstallUpstream: true, BuildImages: true,
+	// Istio's default is 45 s. The runner waits for the drain after every scenario switch, and
+	// between scenarios no load runs, so the old listener has nothing worth 45 s of waiting:
+	// 5 s still lets a straggling request finish, and saves 40 s per switch.
+	GatewayDrainDuration: 5 * time.Second, InstallUpstream: true, BuildImages: true,
 	Images: Images{
 		HTTPBin: "ghcr.io/mccutchen/go-httpbin:2.26.0",
 		GRPCBin: "moul/grpcbin@sha256:bd8f2ffdd02d0849fad2d1c754eff4402c867e7a3e0552b8992f4590f5687d20",
@@ -121,6 +131,7 @@ func (r intRange) text() string {
 // number at all, Validate checks it.
 var intRanges = map[string]intRange{
 	"hostPort":         {1, 65535, ""},
+	"apiPort":          {1, 65535, ""},
 	"gatewayReplicas":  {1, 50, "gateway pods"},
 	"proxyConcurrency": {1, 64, "Envoy workers per gateway pod"},
 	"waypointReplicas": {1, 20, "waypoint pods"},
@@ -128,8 +139,8 @@ var intRanges = map[string]intRange{
 
 // configKeys are the keys the lab reads under igwlab:. jwtKey is the runner's: scenario 11's
 // signing key, kept in the stack between runs.
-var configKeys = []string{"buildImages", "cluster", "clusterName", "fortioImage", "gatewayApiVersion",
-	"gatewayReplicas", "ghzImage", "grafanaPassword", "grpcbinImage", "hostPort", "httpbinImage",
+var configKeys = []string{"apiPort", "buildImages", "cluster", "clusterName", "fortioImage", "gatewayApiVersion",
+	"gatewayDrainDuration", "gatewayReplicas", "ghzImage", "grafanaPassword", "grpcbinImage", "h2dialImage", "hostPort", "httpbinImage",
 	"installUpstream", "istioVersion", "jwks", "jwtKey", "k3sImage", "knobs", "kubeContext",
 	"kubePrometheusStackVersion", "kubeconfig", "monitoring", "proxyConcurrency", "renderAllScenarios",
 	"renderDir", "scenario", "skipAwait", "waypointReplicas"}
@@ -214,6 +225,7 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 	str("clusterName", &cfg.ClusterName)
 	str("k3sImage", &cfg.K3sImage)
 	integer("hostPort", &cfg.HostPort)
+	integer("apiPort", &cfg.APIPort)
 	str("kubeconfig", &cfg.Kubeconfig)
 	str("kubeContext", &cfg.KubeContext)
 	str("istioVersion", &cfg.IstioVersion)
@@ -221,6 +233,13 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 	integer("gatewayReplicas", &cfg.GatewayReplicas)
 	integer("proxyConcurrency", &cfg.ProxyConcurrency)
 	integer("waypointReplicas", &cfg.WaypointReplicas)
+	if raw := c.Get("gatewayDrainDuration"); raw != "" {
+		d, err := ParseDrainDuration(raw)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		cfg.GatewayDrainDuration = d
+	}
 	str("scenario", &cfg.Scenario)
 	str("jwks", &cfg.JWKS)
 	if raw := c.Get("knobs"); raw != "" {
@@ -241,6 +260,7 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 	str("grpcbinImage", &cfg.Images.GRPCBin)
 	str("fortioImage", &cfg.Images.Fortio)
 	str("ghzImage", &cfg.Images.GHZ)
+	str("h2dialImage", &cfg.Images.H2dialPushed)
 	if _, err := c.TrySecret("grafanaPassword"); err == nil {
 		cfg.GrafanaPassword = c.RequireSecret("grafanaPassword")
 		cfg.grafanaPasswordSet = true
@@ -250,80 +270,6 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 		return cfg, errors.Join(errs...)
 	}
 	return cfg, cfg.Validate()
-}
-
-// ParseKnobs reads igwlab:knobs: a JSON object of knob path to value, each checked against
-// Envoy's range as the catalog is. Numbers keep their text (1e400 is out of range, not a JSON
-// error), a knob given twice is an error rather than last-one-wins, and {} sets a presence knob.
-func ParseKnobs(raw string) (stacks.Knobs, error) {
-	var k stacks.Knobs
-	notObject := &ConfigError{"knobs", raw, `a JSON object of knob path to value, such as {"hcm.http2_protocol_options.max_concurrent_streams": "100"}`}
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.UseNumber()
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return k, notObject
-	}
-	values := map[string]any{}
-	var errs []error
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return k, notObject
-		}
-		p, _ := tok.(string)
-		var v any
-		if err := dec.Decode(&v); err != nil {
-			return k, notObject
-		}
-		if _, dup := values[p]; dup {
-			errs = append(errs, &ConfigError{"knobs", p, "each knob once (it is given twice)"})
-			continue
-		}
-		values[p] = v
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return k, notObject
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return k, notObject // something after the object
-	}
-	paths := make([]string, 0, len(values))
-	for p := range values {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		spec, ok := stacks.Lookup(p)
-		if !ok {
-			allowed := "a knob"
-			if s := stacks.Suggest(p, stacks.KnobPaths()); s != "" {
-				allowed += fmt.Sprintf(" (did you mean %s?)", s)
-			}
-			errs = append(errs, &ConfigError{"knobs", p, allowed + ": one of " + strings.Join(stacks.KnobPaths(), ", ")})
-			continue
-		}
-		var text string
-		switch v := values[p].(type) {
-		case string:
-			text = v
-		case json.Number:
-			text = v.String()
-		case bool:
-			text = strconv.FormatBool(v)
-		case map[string]any:
-			text = "{...}"
-			if len(v) == 0 {
-				text = "{}"
-			}
-		default: // null, a list
-			b, _ := json.Marshal(v)
-			text = string(b)
-		}
-		if err := spec.Set(&k, text); err != nil {
-			errs = append(errs, &ConfigError{"knobs", p + "=" + text, spec.Range() + " " + spec.Unit})
-		}
-	}
-	return k, errors.Join(errs...)
 }
 
 // WithGrafanaPassword sets the Grafana password (tests and programs that build Config by hand).
@@ -344,6 +290,9 @@ func (c Config) Validate() error {
 		if !k3sPattern.MatchString(c.K3sImage) {
 			bad("k3sImage", c.K3sImage, "a pinned k3s image such as rancher/k3s:v1.33.4-k3s1 (the CNI paths depend on it)")
 		}
+		if c.APIPort == c.HostPort {
+			bad("apiPort", fmt.Sprint(c.APIPort), "a port other than igwlab:hostPort (both are published on 127.0.0.1)")
+		}
 	case "existing":
 		if c.RenderDir == "" && c.Kubeconfig == "" && c.KubeContext == "" {
 			bad("kubeconfig", c.Kubeconfig, "a kubeconfig path (or set kubeContext) when cluster is existing")
@@ -354,7 +303,7 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		key string
 		v   int
-	}{{"hostPort", c.HostPort}, {"gatewayReplicas", c.GatewayReplicas}, {"proxyConcurrency", c.ProxyConcurrency}, {"waypointReplicas", c.WaypointReplicas}} {
+	}{{"hostPort", c.HostPort}, {"apiPort", c.APIPort}, {"gatewayReplicas", c.GatewayReplicas}, {"proxyConcurrency", c.ProxyConcurrency}, {"waypointReplicas", c.WaypointReplicas}} {
 		if r := intRanges[f.key]; f.v < r.lo || f.v > r.hi {
 			bad(f.key, fmt.Sprint(f.v), r.text())
 		}
@@ -378,6 +327,10 @@ func (c Config) Validate() error {
 	if c.Monitoring && c.InstallUpstream && !c.grafanaPasswordSet {
 		bad("grafanaPassword", "", "a secret: pulumi config set --secret igwlab:grafanaPassword <password>")
 	}
+	if !drainOK(c.GatewayDrainDuration) {
+		bad("gatewayDrainDuration", c.GatewayDrainDuration.String(), drainAllowed)
+	}
+	errs = append(errs, c.checkH2dialImage()...)
 	if c.RenderAllScenarios && c.RenderDir == "" {
 		bad("renderAllScenarios", "true", "true only together with renderDir (every scenario's filter at once would conflict on a cluster)")
 	}

@@ -3,6 +3,7 @@ package infra
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v3"
@@ -15,8 +16,10 @@ type GatewayArgs struct {
 	Version     string
 	Replicas    int
 	Concurrency int // Envoy worker threads per pod
-	Install     bool
-	Istio       *IstioAmbient
+	// DrainDuration is how long Envoy keeps a listener an EnvoyFilter change replaced.
+	DrainDuration time.Duration
+	Install       bool
+	Istio         *IstioAmbient
 }
 
 // IngressGateway is Istio's gateway chart released as istio-ingressgateway, so its pods carry
@@ -44,10 +47,15 @@ var StatsInclusions = []string{
 	`server\.concurrency`,
 }
 
-// ProxyConfig renders the proxy.istio.io/config annotation: the worker count and the stats matcher.
-func ProxyConfig(concurrency int) string {
+// ProxyConfig renders the proxy.istio.io/config annotation: the worker count, the drain time
+// (omitted when zero: Istio's default) and the stats matcher. pilot-agent reads it at start.
+func ProxyConfig(concurrency int, drain time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "concurrency: %d\nproxyStatsMatcher:\n  inclusionRegexps:\n", concurrency)
+	fmt.Fprintf(&b, "concurrency: %d\n", concurrency)
+	if drain > 0 {
+		fmt.Fprintf(&b, "drainDuration: %s\n", DurationText(drain))
+	}
+	b.WriteString("proxyStatsMatcher:\n  inclusionRegexps:\n")
 	for _, r := range StatsInclusions {
 		fmt.Fprintf(&b, "  - %q\n", r)
 	}
@@ -56,7 +64,7 @@ func ProxyConfig(concurrency int) string {
 
 // NewIngressGateway installs the gateway.
 func NewIngressGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts ...pulumi.ResourceOption) (*IngressGateway, error) {
-	c := &IngressGateway{ProxyConfig: ProxyConfig(args.Concurrency)}
+	c := &IngressGateway{ProxyConfig: ProxyConfig(args.Concurrency, args.DrainDuration)}
 	if err := ctx.RegisterComponentResource(componentType("IngressGateway"), name, c, opts...); err != nil {
 		return nil, err
 	}
@@ -96,6 +104,6 @@ func NewIngressGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts
 	}
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{
 		"namespace": pulumi.String(GatewayNamespace), "replicas": pulumi.Int(args.Replicas),
-		"concurrency": pulumi.Int(args.Concurrency),
+		"concurrency": pulumi.Int(args.Concurrency), "drainDuration": pulumi.String(DurationText(args.DrainDuration)),
 	})
 }

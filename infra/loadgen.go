@@ -1,13 +1,9 @@
 package infra
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/pulumi/pulumi-command/sdk/go/command/local"
@@ -63,27 +59,33 @@ func NewLoadGenerators(ctx *pulumi.Context, name string, args *LoadGenArgs, opts
 	}, inNS); err != nil {
 		return nil, err
 	}
-	// The image tag is the hash of h2dial's sources, so a change rebuilds and rolls the pod.
-	sum, err := sourceHash(args.SourceDir, "h2dial", "go.mod", "go.sum")
-	if err != nil {
-		return nil, err
-	}
-	c.H2dialImg = args.Images.H2dial + ":" + sum[:12]
+	// A pushed image (igwlab:h2dialImage) is pulled like any other; otherwise the image is
+	// built here and imported into k3d, tagged with the hash of what its Dockerfile copies, so a
+	// change rebuilds and rolls the pod, and never pulled (it exists on the nodes only).
+	pull := "IfNotPresent"
+	c.H2dialImg = args.Images.H2dialPushed
 	h2Opts := inNS
-	if args.Build {
-		c.Build, err = local.NewCommand(ctx, "h2dial-image", &local.CommandArgs{
-			Create: pulumi.Sprintf("docker build -t %s -f h2dial/Dockerfile . && k3d image import %s -c %s",
-				c.H2dialImg, c.H2dialImg, args.ClusterName),
-			Dir:      pulumi.String(orDot(args.SourceDir)),
-			Triggers: pulumi.Array{pulumi.String(sum)},
-		}, child(c, opts, dependsOn(args.Cluster))...)
+	if c.H2dialImg == "" {
+		sum, err := imageSourceHash(args.SourceDir, H2dialDockerfile)
 		if err != nil {
 			return nil, err
 		}
-		h2Opts = child(c, opts, dependsOn(c.Namespace, c.Build))
+		c.H2dialImg, pull = args.Images.H2dial+":"+sum[:12], "Never"
+		if args.Build {
+			c.Build, err = local.NewCommand(ctx, "h2dial-image", &local.CommandArgs{
+				Create: pulumi.Sprintf("docker build -t %s -f %s . && k3d image import %s -c %s",
+					c.H2dialImg, H2dialDockerfile, c.H2dialImg, args.ClusterName),
+				Dir:      pulumi.String(orDot(args.SourceDir)),
+				Triggers: pulumi.Array{pulumi.String(sum)},
+			}, child(c, opts, dependsOn(args.Cluster))...)
+			if err != nil {
+				return nil, err
+			}
+			h2Opts = child(c, opts, dependsOn(c.Namespace, c.Build))
+		}
 	}
 	if c.H2dial, err = deployment(ctx, "h2dial", LoadgenNamespace, 1, args.SkipAwait, corev1.ContainerArgs{
-		Name: pulumi.String("h2dial"), Image: pulumi.String(c.H2dialImg), ImagePullPolicy: pulumi.String("Never"),
+		Name: pulumi.String("h2dial"), Image: pulumi.String(c.H2dialImg), ImagePullPolicy: pulumi.String(pull),
 		Args: pulumi.StringArray{pulumi.String("-idle")}, Resources: res,
 	}, h2Opts); err != nil {
 		return nil, err
@@ -97,38 +99,6 @@ func orDot(s string) string {
 		return "."
 	}
 	return s
-}
-
-// sourceHash hashes the named files and folders (relative to root) in a stable order.
-func sourceHash(root string, paths ...string) (string, error) {
-	root = orDot(root)
-	h := sha256.New()
-	for _, p := range paths {
-		var files []string
-		err := filepath.WalkDir(filepath.Join(root, p), func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if !d.IsDir() {
-				files = append(files, path)
-			}
-			return nil
-		})
-		if err != nil {
-			return "", err
-		}
-		sort.Strings(files)
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				return "", err
-			}
-			rel, _ := filepath.Rel(root, f)
-			h.Write([]byte(filepath.ToSlash(rel)))
-			h.Write(b)
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // RepoRoot finds the repository root (where go.mod names this module) from the working

@@ -58,7 +58,8 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	case cfg.RenderDir != "":
 		provArgs.RenderYamlToDirectory = pulumi.StringPtr(cfg.RenderDir)
 	case cfg.Cluster == "k3d":
-		if lab.Cluster, err = NewCluster(ctx, "cluster", &ClusterArgs{Name: cfg.ClusterName, Image: cfg.K3sImage, HostPort: cfg.HostPort}); err != nil {
+		if lab.Cluster, err = NewCluster(ctx, "cluster", &ClusterArgs{Name: cfg.ClusterName, Image: cfg.K3sImage,
+			HostPort: cfg.HostPort, APIPort: cfg.APIPort, Owner: ctx.Project() + "/" + ctx.Stack()}); err != nil {
 			return nil, err
 		}
 		provArgs.Kubeconfig = lab.Cluster.Kubeconfig
@@ -83,7 +84,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 		return nil, err
 	}
 	if lab.Gateway, err = NewIngressGateway(ctx, "gateway", &GatewayArgs{Version: cfg.IstioVersion,
-		Replicas: cfg.GatewayReplicas, Concurrency: cfg.ProxyConcurrency, Install: cfg.InstallUpstream,
+		Replicas: cfg.GatewayReplicas, Concurrency: cfg.ProxyConcurrency, DrainDuration: cfg.GatewayDrainDuration, Install: cfg.InstallUpstream,
 		Istio: lab.Istio}, opts...); err != nil {
 		return nil, err
 	}
@@ -96,7 +97,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 		return nil, err
 	}
 	if lab.LoadGen, err = NewLoadGenerators(ctx, "loadgen", &LoadGenArgs{Images: cfg.Images,
-		Build: cfg.BuildImages && cfg.Cluster == "k3d" && cfg.RenderDir == "", ClusterName: cfg.ClusterName,
+		Build: cfg.BuildImages && cfg.Images.H2dialPushed == "" && cfg.Cluster == "k3d" && cfg.RenderDir == "", ClusterName: cfg.ClusterName,
 		Cluster: lab.Cluster, SourceDir: root, SkipAwait: cfg.SkipAwait}, opts...); err != nil {
 		return nil, err
 	}
@@ -128,7 +129,10 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	ctx.Export("envoyFilter", lab.Scenario.FilterNames)
 	ctx.Export("proxyConcurrency", pulumi.Int(cfg.ProxyConcurrency))
 	ctx.Export("gatewayReplicas", pulumi.Int(cfg.GatewayReplicas))
+	ctx.Export("gatewayDrainDuration", pulumi.String(DurationText(cfg.GatewayDrainDuration)))
 	if lab.Cluster != nil {
+		// The kubeconfig stays a secret; `igwlab kubeconfig` writes it to a file or merges it
+		// into ~/.kube/config, and kubeContext is the context name it carries.
 		ctx.Export("kubeconfig", lab.Cluster.Kubeconfig)
 		ctx.Export("kubeContext", pulumi.String("k3d-"+cfg.ClusterName))
 	}

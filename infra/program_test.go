@@ -23,8 +23,9 @@ var update = flag.Bool("update", false, "rewrite the golden resource graphs")
 // recorder is a Pulumi mock that records every resource registration, so a test can look at
 // the whole graph after the program ran, without awaiting outputs.
 type recorder struct {
-	mu  sync.Mutex
-	res []pulumi.MockResourceArgs
+	mu    sync.Mutex
+	res   []pulumi.MockResourceArgs
+	calls []pulumi.MockCallArgs
 }
 
 func (m *recorder) NewResource(a pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
@@ -38,7 +39,12 @@ func (m *recorder) NewResource(a pulumi.MockResourceArgs) (string, resource.Prop
 	return a.Name + "_id", out, nil
 }
 
-func (m *recorder) Call(a pulumi.MockCallArgs) (resource.PropertyMap, error) { return a.Args, nil }
+func (m *recorder) Call(a pulumi.MockCallArgs) (resource.PropertyMap, error) {
+	m.mu.Lock()
+	m.calls = append(m.calls, a)
+	m.mu.Unlock()
+	return a.Args, nil
+}
 
 func (m *recorder) find(typ, name string) *pulumi.MockResourceArgs {
 	for i := range m.res {
@@ -343,7 +349,10 @@ func contains(xs []string, s string) bool {
 }
 
 func TestExistingClusterAndRenderMode(t *testing.T) {
-	m := run(t, func(c *Config) { c.Cluster = "existing"; c.Kubeconfig = "/tmp/kubeconfig"; c.KubeContext = "prod-eks" })
+	m := run(t, func(c *Config) {
+		c.Cluster, c.Kubeconfig, c.KubeContext = "existing", "/tmp/kubeconfig", "prod-eks"
+		c.Images.H2dialPushed = "registry.example.com/igwlab/h2dial:v1"
+	})
 	if m.find("command:local:Command", "k3d-cluster") != nil {
 		t.Error("an existing cluster still runs k3d")
 	}

@@ -42,7 +42,7 @@ func NewWaypoint(ctx *pulumi.Context, name string, args *WaypointArgs, opts ...p
 		"gatewayClassName": "istio-waypoint",
 		"listeners":        []any{map[string]any{"name": "mesh", "port": 15008, "protocol": "HBONE"}},
 		"infrastructure": map[string]any{
-			"annotations":   map[string]any{"proxy.istio.io/config": ProxyConfig(2)},
+			"annotations":   map[string]any{"proxy.istio.io/config": ProxyConfig(2, 0)},
 			"parametersRef": map[string]any{"group": "", "kind": "ConfigMap", "name": WaypointName + "-params"},
 		},
 	}, child(c, opts, args.Istio.gatewayAPIReady(), dependsOn(c.Parameters)), "istio.io/waypoint-for", "service")

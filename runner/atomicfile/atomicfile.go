@@ -8,7 +8,11 @@ import (
 )
 
 // Write writes data to path atomically, creating the folder.
-func Write(path string, data []byte) error {
+func Write(path string, data []byte) error { return WriteMode(path, data, 0o644) }
+
+// WriteMode is Write with the file's permissions (0o600 for a file holding a secret: it never
+// exists with wider ones, not even as the temporary file).
+func WriteMode(path string, data []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -30,7 +34,7 @@ func Write(path string, data []byte) error {
 		os.Remove(tmp.Name())
 		return err
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	if err := os.Chmod(tmp.Name(), mode); err != nil {
 		os.Remove(tmp.Name())
 		return err
 	}

@@ -34,8 +34,10 @@ var commands = map[string]command{
 	"knobs":     {"list the gateway knobs scenarios may set, with Envoy's ranges and defaults", runKnobs},
 	"preview":   {"show what switching the lab stack to a scenario (or a knob) would change (pulumi preview --diff)", runPreview},
 	"up":        {"switch the lab stack to a scenario (or a knob override) and apply it", runUp},
-	"report":    {"draw a results folder's plots and write its report.html again", runReport},
-	"compare":   {"show two results folders side by side", runCompare},
+	"kubeconfig": {"merge the k3d lab's kubeconfig into ~/.kube/config (or --out FILE) for kubectl; prints the context, never the key",
+		runKubeconfig},
+	"report":  {"draw a results folder's plots and write its report.html again", runReport},
+	"compare": {"show two results folders side by side", runCompare},
 }
 
 // Main runs a command line and returns the process exit code: 0 done, 1 failed, 2 bad usage,

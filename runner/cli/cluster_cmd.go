@@ -3,11 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strings"
 
@@ -51,23 +49,58 @@ func (s *stackFlags) check() error {
 	return nil
 }
 
-func (s *stackFlags) open(ctx context.Context) (stack.Stack, error) {
+// openStack opens a stack (a seam for tests).
+var openStack = stack.Open
+
+// openUnlocked opens the stack for reading only (its outputs, its config).
+func (s *stackFlags) openUnlocked(ctx context.Context) (stack.Stack, error) {
+	st, _, err := s.openAs(ctx, "")
+	return st, err
+}
+
+// openAs opens the stack; with a purpose it first takes the stack's lock for this process
+// (up, preview, suite), failing at once if another igwlab holds it. release frees it.
+func (s *stackFlags) openAs(ctx context.Context, purpose string) (st stack.Stack, release func(), err error) {
 	if err := s.check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	root, err := infra.RepoRoot()
 	if err != nil && !s.inline {
-		return nil, err
+		return nil, nil, err
 	}
-	return stack.Open(ctx, stack.Options{Name: s.name, Inline: s.inline, WorkDir: root, InlineDir: s.inlineDir})
+	release = func() {}
+	if purpose != "" {
+		dir := root
+		if s.inlineDir != "" {
+			dir = s.inlineDir
+		}
+		if release, err = stack.Lock(dir, s.name, purpose); err != nil {
+			return nil, nil, err
+		}
+	}
+	st, err = openStack(ctx, stack.Options{Name: s.name, Inline: s.inline, WorkDir: root, InlineDir: s.inlineDir})
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return st, release, nil
 }
 
-// clusterTarget opens the stack and a Kubernetes client for the k3d or existing target.
+// clusterTarget opens the stack and a Kubernetes client for the k3d or existing target. The
+// target holds the stack's lock until it is closed.
 func clusterTarget(ctx context.Context, name string, sf *stackFlags, progress io.Writer) (target.Target, error) {
-	st, err := sf.open(ctx)
+	st, release, err := sf.openAs(ctx, "suite --target "+name)
 	if err != nil {
 		return nil, err
 	}
+	t, err := openClusterTarget(ctx, name, sf, st, progress, release)
+	if err != nil {
+		release()
+	}
+	return t, err
+}
+
+func openClusterTarget(ctx context.Context, name string, sf *stackFlags, st stack.Stack, progress io.Writer, release func()) (target.Target, error) {
 	var kube *target.KubeClient
 	switch name {
 	case "k3d":
@@ -94,12 +127,19 @@ func clusterTarget(ctx context.Context, name string, sf *stackFlags, progress io
 		if kctx == "" {
 			kctx, _, _ = st.GetConfig(ctx, "igwlab:kubeContext")
 		}
+		var err error
 		if kube, err = target.NewKubeClient(path, kctx); err != nil {
 			return nil, err
 		}
 	}
+	drain, err := target.DrainTimeout(ctx, st)
+	if err != nil {
+		kube.Close()
+		return nil, err
+	}
 	ghz, _, _ := st.GetConfig(ctx, "igwlab:ghzImage")
-	return target.NewCluster(target.ClusterOptions{Name: name, Kube: kube, Stack: st, Progress: progress, GHZImage: ghz}), nil
+	return target.NewCluster(target.ClusterOptions{Name: name, Kube: kube, Stack: st, Progress: progress, GHZImage: ghz,
+		DrainTimeout: drain, OnClose: release}), nil
 }
 
 // knobSets is --set knob=value, checked against Envoy's ranges as the catalog is.
@@ -157,8 +197,9 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return flip(ctx, "up", args, stdout, stderr)
 }
 
-// flip sets the scenario (and knob overrides) in the stack's config and previews or applies it.
-// A preview puts the config back as it was, whatever happens.
+// flip previews or applies a scenario (and knob overrides). A preview gives the change to a
+// temporary copy of the stack's config and never writes the stack's own; up writes it, as
+// `pulumi config set` would, then applies it. Both hold the stack's lock.
 func flip(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags(verb, stderr)
 	var sf stackFlags
@@ -178,48 +219,38 @@ func flip(ctx context.Context, verb string, args []string, stdout, stderr io.Wri
 			return UsageError{fmt.Errorf("--scenario: %w", err)}
 		}
 	}
-	st, err := sf.open(ctx)
+	st, release, err := sf.openAs(ctx, strings.TrimSpace(verb+" "+strings.Join(args, " ")))
 	if err != nil {
 		return err
 	}
-	keep := map[string]string{}
-	for _, k := range []string{"igwlab:scenario", "igwlab:knobs"} {
-		if v, ok, _ := st.GetConfig(ctx, k); ok {
-			keep[k] = v
-		}
-	}
-	set := func(key, value string) error {
-		if value == "" {
-			return st.RemoveConfig(ctx, key)
-		}
-		return st.SetConfig(ctx, key, value, false)
-	}
+	defer release()
+	changes := map[string]string{"igwlab:knobs": sets.json()}
 	if *scenario != "" {
-		if err := set("igwlab:scenario", *scenario); err != nil {
+		changes["igwlab:scenario"] = *scenario
+	}
+	if verb == "preview" {
+		p, err := st.Preview(ctx, changes, nil)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, p.Diff)
+		return nil
+	}
+	for _, k := range []string{"igwlab:scenario", "igwlab:knobs"} {
+		v, ok := changes[k]
+		switch {
+		case !ok:
+		case v == "":
+			if _, set, _ := st.GetConfig(ctx, k); set {
+				err = st.RemoveConfig(ctx, k)
+			}
+		default:
+			err = st.SetConfig(ctx, k, v, false)
+		}
+		if err != nil {
 			return err
 		}
 	}
-	if err := set("igwlab:knobs", sets.json()); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if verb == "up" {
-		_, err := st.Up(ctx, stderr)
-		return err
-	}
-	defer func() {
-		bg := context.WithoutCancel(ctx)
-		for _, k := range []string{"igwlab:scenario", "igwlab:knobs"} {
-			if v, ok := keep[k]; ok {
-				_ = st.SetConfig(bg, k, v, false)
-			} else {
-				_ = st.RemoveConfig(bg, k)
-			}
-		}
-	}()
-	p, err := st.Preview(ctx, nil)
-	if err != nil {
-		return err
-	}
-	fmt.Fprint(stdout, p.Diff)
-	return nil
+	_, err = st.Up(ctx, stderr)
+	return err
 }

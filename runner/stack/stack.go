@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
@@ -30,8 +32,11 @@ type Stack interface {
 	RemoveConfig(ctx context.Context, key string) error
 	// Up applies the program and returns the stack outputs.
 	Up(ctx context.Context, progress io.Writer) (map[string]any, error)
-	// Preview shows what an up would change, with Pulumi's diff.
-	Preview(ctx context.Context, progress io.Writer) (*Preview, error)
+	// Preview shows what an up would change, with Pulumi's diff, after the given config
+	// changes (key to value; "" removes the key). The changes go to a temporary copy of the
+	// stack's config file, never to the file itself: a preview cannot change what a running
+	// suite applies, and a preview that dies leaves nothing behind.
+	Preview(ctx context.Context, changes map[string]string, progress io.Writer) (*Preview, error)
 	Destroy(ctx context.Context, progress io.Writer) error
 	// Cancel stops an operation in flight on the backend.
 	Cancel(ctx context.Context) error
@@ -132,13 +137,34 @@ func (a *autoStack) Up(ctx context.Context, progress io.Writer) (map[string]any,
 	return out, nil
 }
 
-func (a *autoStack) Preview(ctx context.Context, progress io.Writer) (*Preview, error) {
+func (a *autoStack) Preview(ctx context.Context, changes map[string]string, progress io.Writer) (*Preview, error) {
+	conf, err := a.configCopy()
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(conf)
+	opts := &auto.ConfigOptions{ConfigFile: conf}
+	keys := make([]string, 0, len(changes))
+	for k := range changes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if v := changes[k]; v != "" {
+			err = a.s.SetConfigWithOptions(ctx, k, auto.ConfigValue{Value: v}, opts)
+		} else if _, gerr := a.s.GetConfigWithOptions(ctx, k, opts); gerr == nil {
+			err = a.s.RemoveConfigWithOptions(ctx, k, opts)
+		}
+		if err != nil {
+			return nil, explain(err)
+		}
+	}
 	var buf bytes.Buffer
 	w := io.Writer(&buf)
 	if progress != nil {
 		w = io.MultiWriter(&buf, progress)
 	}
-	res, err := a.s.Preview(ctx, optpreview.Diff(), optpreview.ProgressStreams(w))
+	res, err := a.s.Preview(ctx, optpreview.Diff(), optpreview.ProgressStreams(w), optpreview.ConfigFile(conf))
 	if err != nil {
 		return nil, explain(err)
 	}
@@ -147,6 +173,33 @@ func (a *autoStack) Preview(ctx context.Context, progress io.Writer) (*Preview, 
 		p.Changes[string(op)] = n
 	}
 	return p, nil
+}
+
+// ConfigFile is where a stack's config lives in a project folder: Pulumi.<stack>.yaml (the
+// last part of an org/project/stack name).
+func ConfigFile(workDir, stackName string) string {
+	return filepath.Join(workDir, "Pulumi."+stackName[strings.LastIndex(stackName, "/")+1:]+".yaml")
+}
+
+// configCopy copies the stack's config file (salt, secrets and all) to a temporary file.
+func (a *autoStack) configCopy() (string, error) {
+	b, err := os.ReadFile(ConfigFile(a.s.Workspace().WorkDir(), a.s.Name()))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	f, err := os.CreateTemp("", "igwlab-preview-*.yaml")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }
 
 func (a *autoStack) Destroy(ctx context.Context, progress io.Writer) error {

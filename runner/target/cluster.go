@@ -44,10 +44,34 @@ type ClusterOptions struct {
 	Kube     Kube
 	Stack    stack.Stack
 	Progress io.Writer // Pulumi's progress goes here
-	// DrainTimeout bounds the wait for listeners drained by an EnvoyFilter change.
+	// DrainTimeout bounds the wait for listeners drained by an EnvoyFilter change (default:
+	// the lab's drain time plus DrainMargin).
 	DrainTimeout time.Duration
 	// GHZImage runs scenario 12's client as a Job.
 	GHZImage string
+	// OnClose runs when the target is closed (it releases the stack's lock).
+	OnClose func()
+}
+
+// DrainMargin is what the wait for drained listeners allows beyond the gateway's drain time:
+// the xDS push reaching every pod after pulumi up returns, and the one-second polls.
+const DrainMargin = 30 * time.Second
+
+// DrainTimeout is how long to wait, after a scenario switch on a lab stack, for the listeners
+// it replaced to drain: the stack's igwlab:gatewayDrainDuration (the program's default when
+// unset; Envoy keeps a replaced listener exactly that long) plus DrainMargin.
+func DrainTimeout(ctx context.Context, st stack.Stack) (time.Duration, error) {
+	d := infra.Defaults.GatewayDrainDuration
+	raw, ok, err := st.GetConfig(ctx, "igwlab:gatewayDrainDuration")
+	if err != nil {
+		return 0, err
+	}
+	if ok && raw != "" {
+		if d, err = infra.ParseDrainDuration(raw); err != nil {
+			return 0, err
+		}
+	}
+	return d + DrainMargin, nil
 }
 
 // Cluster is the real lab: scenarios are switched through the Pulumi stack, stats come from each
@@ -61,7 +85,7 @@ type Cluster struct {
 // NewCluster makes a cluster target.
 func NewCluster(o ClusterOptions) *Cluster {
 	if o.DrainTimeout == 0 {
-		o.DrainTimeout = 2 * time.Minute
+		o.DrainTimeout = infra.Defaults.GatewayDrainDuration + DrainMargin
 	}
 	if o.GHZImage == "" {
 		o.GHZImage = infra.Defaults.Images.GHZ
@@ -164,7 +188,8 @@ func (c *Cluster) waitDrained(ctx context.Context) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d listener(s) or filter chain(s) still draining after %s", draining, c.o.DrainTimeout)
+			return fmt.Errorf("%d listener(s) or filter chain(s) still draining after %s (the gateway's drain time, igwlab:gatewayDrainDuration, plus %s)",
+				draining, c.o.DrainTimeout, DrainMargin)
 		}
 		select {
 		case <-ctx.Done():
@@ -322,5 +347,8 @@ func (c *Cluster) Token(issuer string) (string, error) {
 // Close implements Target.
 func (c *Cluster) Close() error {
 	c.o.Kube.Close()
+	if c.o.OnClose != nil {
+		c.o.OnClose()
+	}
 	return nil
 }

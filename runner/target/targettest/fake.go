@@ -183,6 +183,10 @@ type Stack struct {
 	// Pending is then what the stack's state records as left in flight.
 	BlockUp bool
 	Pending []string
+	// Previews are the config changes each Preview was given.
+	Previews []map[string]string
+	// Outs are the stack's outputs.
+	Outs map[string]any
 }
 
 func (s *Stack) Name() string { return "lab" }
@@ -214,10 +218,13 @@ func (s *Stack) Up(ctx context.Context, _ io.Writer) (map[string]any, error) {
 	s.KubeRef.mu.Unlock()
 	return map[string]any{}, nil
 }
-func (s *Stack) Preview(context.Context, io.Writer) (*stack.Preview, error) {
-	return &stack.Preview{}, nil
+
+// Preview records the config changes it was asked to preview; the stack's config is untouched.
+func (s *Stack) Preview(_ context.Context, changes map[string]string, _ io.Writer) (*stack.Preview, error) {
+	s.Previews = append(s.Previews, changes)
+	return &stack.Preview{Diff: fmt.Sprint(changes)}, nil
 }
 func (s *Stack) Destroy(context.Context, io.Writer) error            { return nil }
 func (s *Stack) Cancel(context.Context) error                        { return nil }
-func (s *Stack) Outputs(context.Context) (map[string]any, error)     { return map[string]any{}, nil }
+func (s *Stack) Outputs(context.Context) (map[string]any, error)     { return s.Outs, nil }
 func (s *Stack) PendingOperations(context.Context) ([]string, error) { return s.Pending, nil }
