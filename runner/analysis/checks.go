@@ -90,11 +90,14 @@ var checks = []check{
 			s2, s5 := get("02-trigger"), get("05-windows")
 			a, b := s2.FlowControlPaused, s5.FlowControlPaused
 			ratio := ratioOf(b, a)
+			// A few pauses come and go with how fast this machine drains sockets; a bottleneck
+			// the windows could hide pauses the upstream at least once per thousand requests.
+			floor := math.Max(10, float64(s2.Requests)/1000)
 			v := Refuted
-			if a > 0 && b < 0.2*a {
+			if a >= floor && b < 0.2*a {
 				v = Pass
 			}
-			detail := fmt.Sprintf("upstream read pauses: s5 %d vs s2 %d; p99 %.1f ms vs %.1f ms. At loopback RTT a window refills at once, and the HCM windows govern what clients send and what the gateway buffers per stream, not how fast responses flow", int(b), int(a), s5.P99Ms, s2.P99Ms)
+			detail := fmt.Sprintf("upstream read pauses: s5 %d vs s2 %d (a bottleneck would pause at least %.0f times in s2's %d requests); p99 %.1f ms vs %.1f ms. At loopback RTT a window refills at once, and the HCM windows govern what clients send and what the gateway buffers per stream, not how fast responses flow", int(b), int(a), floor, s2.Requests, s5.P99Ms, s2.P99Ms)
 			if a == 0 && b == 0 {
 				ratio = math.NaN()
 			}

@@ -15,7 +15,7 @@ import (
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"f3": func(v float64) string { return fmt.Sprintf("%.3f", v) },
 	"f1": func(v float64) string { return fmt.Sprintf("%.1f", v) },
-	"n": func(v float64) string { return fmt.Sprintf("%d", int64(math.Round(v))) },
+	"n":  func(v float64) string { return fmt.Sprintf("%d", int64(math.Round(v))) },
 	"ratio": func(v *float64) string {
 		if v == nil || math.IsInf(*v, 0) || math.IsNaN(*v) {
 			return ""

@@ -44,7 +44,7 @@ func (l *Local) Info(context.Context) (Info, error) {
 			"http2_codec":           c.Codec, "listener_drain_s": c.ListenerDrainTime.Seconds(),
 		}, Departures: []stacks.Departure{{
 			Field: "gateway listener drain time (Envoy --drain-time-s)",
-			Lab:   "the gateway pods' drainDuration (Istio's default 45s)",
+			Lab:   "the lab's igwlab:gatewayDrainDuration, the gateway pods' drainDuration (Istio's own default is 45s)",
 			Local: c.ListenerDrainTime.String(),
 		}}}, nil
 }
