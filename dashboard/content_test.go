@@ -122,6 +122,7 @@ type board struct {
 				DisplayMode, Placement string
 				ShowLegend             *bool
 			}
+			Tooltip struct{ Mode, Sort *string }
 		}
 		Targets []struct {
 			Expr, LegendFormat, RefID string
@@ -168,7 +169,11 @@ func TestDashboardContentUnchanged(t *testing.T) {
 			t.Errorf("panel %q: datasource %+v", p.Title, p.Datasource)
 		}
 		if l := p.Options.Legend; l.DisplayMode != "list" || l.Placement != "bottom" || l.ShowLegend != nil && !*l.ShowLegend {
-			t.Errorf("panel %q: legend %+v", p.Title, l)
+			t.Errorf("panel %q: legend %s at %s, showLegend %v", p.Title, l.DisplayMode, l.Placement, l.ShowLegend == nil || *l.ShowLegend)
+		}
+		// Absent, the tooltip takes Grafana's defaults; present, it must say them.
+		if m, s := p.Options.Tooltip.Mode, p.Options.Tooltip.Sort; m != nil && *m != "single" || s != nil && *s != "none" {
+			t.Errorf("panel %q: tooltip mode %v, sort %v", p.Title, deref(m), deref(s))
 		}
 		for j, q := range p.Targets {
 			if q.RefID != string(rune('A'+j)) || q.Datasource != wantRef {
@@ -214,6 +219,13 @@ func text(t *testing.T, raw json.RawMessage, key string) string {
 	}
 	t.Errorf("%s: neither a string nor an object with %q", raw, key)
 	return ""
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "(absent)"
+	}
+	return *s
 }
 
 // diffPanels names the first panels that differ, field by field, so a failure says what moved.
