@@ -4,7 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	grafana "github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 )
 
 // The dashboard as a reader sees it, whatever JSON shape carries it: the golden file pins the
@@ -203,6 +209,59 @@ func TestDashboardContentUnchanged(t *testing.T) {
 	if !reflect.DeepEqual(vars, wantVariables) {
 		t.Errorf("variables differ from the table:\ngot  %q\nwant %q", vars, wantVariables)
 	}
+}
+
+// TestDashboardReadsBackStrictly reads the dashboard with the SDK's strict decoder, which
+// refuses a missing required field, a wrong type or a field Grafana's schema does not have; the
+// broken copies show it looks inside the panels too.
+func TestDashboardReadsBackStrictly(t *testing.T) {
+	// Known to the decoder, a time series panel's options and a Prometheus query are checked
+	// field by field; unknown, they would pass as opaque maps.
+	rt := cog.NewRuntime()
+	rt.RegisterPanelcfgVariant(timeseries.VariantConfig())
+	rt.RegisterDataqueryVariant(prometheus.VariantConfig())
+	b, err := JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := strict(b); err != nil {
+		t.Fatalf("dashboard against Grafana's schema: %v", err)
+	}
+	for _, tc := range []struct {
+		name  string
+		spoil func(d map[string]any)
+		want  string
+	}{
+		{"unknown field", func(d map[string]any) { d["bogus"] = 1 }, "unexpected field 'bogus'"},
+		{"unknown panel field", func(d map[string]any) { panel0(d)["bogus"] = 1 }, "unexpected field 'bogus'"},
+		{"legend without showLegend", func(d map[string]any) {
+			delete(panel0(d)["options"].(map[string]any)["legend"].(map[string]any), "showLegend")
+		}, "showLegend: required field is missing"},
+	} {
+		var d map[string]any
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatal(err)
+		}
+		tc.spoil(d)
+		broken, _ := json.Marshal(d)
+		if err := strict(broken); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func panel0(d map[string]any) map[string]any { return d["panels"].([]any)[0].(map[string]any) }
+
+// strict runs the SDK's strict decoder for its verdict only. At v0.0.22 UnmarshalJSONStrict hands
+// back its error list even when it is empty (a typed nil inside the error), so an empty list
+// counts as success; the same slip drops every decoded panel, so the decoded value is not used.
+func strict(raw []byte) error {
+	var d grafana.Dashboard
+	err := d.UnmarshalJSONStrict(raw)
+	if errs, ok := err.(cog.BuildErrors); ok && len(errs) == 0 {
+		return nil
+	}
+	return err
 }
 
 // text reads a JSON string, or the string under key of a JSON object (a query variable keeps
