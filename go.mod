@@ -6,6 +6,7 @@ require (
 	fortio.org/fortio v1.75.3
 	fortio.org/log v1.18.3
 	github.com/envoyproxy/go-control-plane/envoy v1.37.0
+	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/mccutchen/go-httpbin/v2 v2.26.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/client_model v0.6.2

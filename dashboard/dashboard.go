@@ -6,8 +6,15 @@ package dashboard
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	grafana "github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 )
 
 // UID is the dashboard's stable identifier.
@@ -18,9 +25,7 @@ const Title = "IGW Thread Concentration"
 
 // Target is one query of a panel.
 type Target struct {
-	Expr   string `json:"expr"`
-	Legend string `json:"legendFormat"`
-	RefID  string `json:"refId"`
+	Expr, Legend string
 }
 
 // Panel is one time-series panel.
@@ -154,50 +159,79 @@ func Defaults() map[string]string {
 	return m
 }
 
-// JSON renders the dashboard.
+// JSON renders the dashboard with Grafana's typed builders, so every field is one Grafana's
+// schema has and the SDK's validation runs before the JSON leaves here. The SDK writes schema
+// version 42; Grafana's migrations from 39 (what this dashboard used to say) to 42 rewrite a
+// non-string refresh, timepicker.time_options and hideFrom overrides, none of which it sets.
 func JSON() ([]byte, error) {
-	var panels []map[string]any
-	for i, p := range Panels {
-		targets := make([]map[string]any, len(p.Targets))
-		for j, t := range p.Targets {
-			targets[j] = map[string]any{"expr": t.Expr, "legendFormat": t.Legend, "refId": string(rune('A' + j)),
-				"datasource": map[string]any{"type": "prometheus", "uid": "${datasource}"}}
-		}
-		panels = append(panels, map[string]any{
-			"id": i + 1, "type": "timeseries", "title": p.Title, "description": p.Description,
-			"datasource":  map[string]any{"type": "prometheus", "uid": "${datasource}"},
-			"gridPos":     map[string]any{"h": 8, "w": 12, "x": 12 * (i % 2), "y": 8 * (i / 2)},
-			"fieldConfig": map[string]any{"defaults": map[string]any{"unit": p.Unit}, "overrides": []any{}},
-			"options":     map[string]any{"legend": map[string]any{"displayMode": "list", "placement": "bottom"}},
-			"targets":     targets,
-		})
-	}
-	vars := []any{map[string]any{"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
-		"current": map[string]any{"text": "Prometheus", "value": "prometheus"}}}
+	b := grafana.NewDashboardBuilder(Title).Uid(UID).
+		Description("Thread concentration on an Istio ingress gateway: distribution across pods and workers, rotation, flow control.").
+		Tags([]string{"istio", "envoy", "igwlab"}).
+		Timezone(common.TimeZoneBrowser).Editable().
+		Refresh("5s").Time("now-15m", "now").
+		WithVariable(grafana.NewDatasourceVariableBuilder("datasource").Label("Data source").Type("prometheus").
+			Current(option("Prometheus", "prometheus")))
 	for _, v := range Variables {
-		cur := map[string]any{"text": v.Default, "value": v.Default}
-		if v.Regex {
-			vars = append(vars, map[string]any{"name": v.Name, "label": v.Label, "type": "textbox", "query": v.Default, "current": cur})
-			continue
-		}
-		vars = append(vars, map[string]any{"name": v.Name, "label": v.Label, "type": "query", "refresh": 2,
-			"datasource": map[string]any{"type": "prometheus", "uid": "${datasource}"},
-			"query":      map[string]any{"query": "label_values(" + v.Selector + ", " + v.LabelName + ")", "refId": "var-" + v.Name},
-			"current":    cur, "includeAll": false, "multi": false})
+		b.WithVariable(variable(v))
 	}
-	d := map[string]any{
-		"uid": UID, "title": Title, "tags": []string{"istio", "envoy", "igwlab"},
-		"timezone": "browser", "schemaVersion": 39, "refresh": "5s", "editable": true,
-		"time":        map[string]any{"from": "now-15m", "to": "now"},
-		"description": "Thread concentration on an Istio ingress gateway: distribution across pods and workers, rotation, flow control.",
-		"templating":  map[string]any{"list": vars},
-		"panels":      panels,
+	for i, p := range Panels {
+		b.WithPanel(panel(i, p))
 	}
-	b, err := json.MarshalIndent(d, "", "  ")
+	d, err := b.Build()
+	if err != nil {
+		return nil, fmt.Errorf("dashboard %s: %w", UID, err)
+	}
+	out, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		return nil, err
 	}
-	return append(b, '\n'), nil
+	return append(out, '\n'), nil
+}
+
+// source is the datasource variable: every panel, query and query variable asks whichever
+// Prometheus the viewer picked, so one dashboard serves the real lab and the local pool.
+func source() common.DataSourceRef {
+	typ, uid := "prometheus", "${datasource}"
+	return common.DataSourceRef{Type: &typ, Uid: &uid}
+}
+
+// panel is one row of the table as a time series, half the grid wide, two to a row; the
+// builder places each after the one before.
+func panel(i int, p Panel) *timeseries.PanelBuilder {
+	b := timeseries.NewPanelBuilder().Id(uint32(i + 1)).Title(p.Title).Description(p.Description).
+		Datasource(source()).Unit(p.Unit).Height(8).Span(12).
+		// The SDK starts from Go zero values where Grafana has defaults of its own: showLegend
+		// false would hide the legend and an empty tooltip mode is none of Grafana's, so both
+		// say Grafana's defaults out loud.
+		Legend(common.NewVizLegendOptionsBuilder().DisplayMode(common.LegendDisplayModeList).
+			Placement(common.LegendPlacementBottom).ShowLegend(true)).
+		Tooltip(common.NewVizTooltipOptionsBuilder().Mode(common.TooltipDisplayModeSingle).Sort(common.SortOrderNone))
+	for j, t := range p.Targets {
+		b.WithTarget(prometheus.NewDataqueryBuilder().Datasource(source()).RefId(string(rune('A' + j))).
+			Expr(t.Expr).LegendFormat(t.Legend))
+	}
+	return b
+}
+
+// variable is a free-text regex over pod names, or a label_values query that Grafana runs again
+// whenever the time range changes, so a newly deployed gateway shows up without a reload.
+func variable(v Variable) cog.Builder[grafana.VariableModel] {
+	cur := option(v.Default, v.Default)
+	if v.Regex {
+		return grafana.NewTextBoxVariableBuilder(v.Name).Label(v.Label).
+			DefaultValue(grafana.StringOrMap{String: &v.Default}).Current(cur)
+	}
+	// The SDK has no type for the Prometheus data source's variable query, only a string or a
+	// map; the map is the form Grafana saves (a bare string is the legacy form it migrates).
+	query := map[string]any{"query": "label_values(" + v.Selector + ", " + v.LabelName + ")", "refId": "var-" + v.Name}
+	return grafana.NewQueryVariableBuilder(v.Name).Label(v.Label).Datasource(source()).
+		Query(grafana.StringOrMap{Map: query}).Refresh(grafana.VariableRefreshOnTimeRangeChanged).
+		Current(cur).IncludeAll(false).Multi(false)
+}
+
+func option(text, value string) grafana.VariableOption {
+	return grafana.VariableOption{Text: grafana.StringOrArrayOfString{String: &text},
+		Value: grafana.StringOrArrayOfString{String: &value}}
 }
 
 // Expand substitutes template variables into a query, for evaluating it without Grafana.
