@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
+
+	"github.com/igwlab/igwlab/internal/argmax"
 )
 
 // Verdict is one hypothesis' call, with the numbers behind it.
@@ -73,7 +74,7 @@ func Evaluate(runs map[string][]*Result, pods int) []Verdict {
 			v.Detail = "not in this run: " + strings.Join(missing, ", ")
 			for _, n := range missing {
 				if rs := runs[n]; len(rs) > 0 && rs[0].Reason != "" {
-					v.Detail = n + " " + rs[0].Status + ": " + rs[0].Reason
+					v.Detail = n + " " + string(rs[0].Status) + ": " + rs[0].Reason
 				}
 			}
 			out = append(out, v)
@@ -90,7 +91,7 @@ func Evaluate(runs map[string][]*Result, pods int) []Verdict {
 		for i := 0; i < reps; i++ {
 			get := func(name string) *Result {
 				rs := runs[name]
-				if i < len(rs) && rs[i].Status == "ok" {
+				if i < len(rs) && rs[i].OK() {
 					return rs[i]
 				}
 				return nil
@@ -152,28 +153,19 @@ func CheckIDs() []string {
 
 func ran(rs []*Result) bool {
 	for _, r := range rs {
-		if r.Status == "ok" {
+		if r.OK() {
 			return true
 		}
 	}
 	return false
 }
 
+// majority is the most common call, the first in alphabetical order on a tie.
 func majority(calls map[string]int) string {
-	keys := make([]string, 0, len(calls))
-	for k := range calls {
-		keys = append(keys, k)
+	if v, ok := argmax.Key(calls, nil); ok {
+		return v
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if calls[keys[i]] != calls[keys[j]] {
-			return calls[keys[i]] > calls[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	if len(keys) == 0 {
-		return Inconclusive
-	}
-	return keys[0]
+	return Inconclusive
 }
 
 func ratioOf(a, b float64) float64 {

@@ -2,7 +2,9 @@ package analysis
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -65,7 +67,7 @@ type Result struct {
 	Title      string   `json:"title"`
 	Hypothesis string   `json:"hypothesis,omitempty"`
 	Client     string   `json:"client"`
-	Status     string   `json:"status"` // ok, skipped, failed, interrupted, not-run
+	Status     Status   `json:"status"`
 	Reason     string   `json:"reason,omitempty"`
 	Disturbed  bool     `json:"disturbed,omitempty"`
 	Faults     []string `json:"faults,omitempty"`
@@ -116,7 +118,7 @@ type Result struct {
 func Analyze(in Input) *Result {
 	r := &Result{
 		Name: in.Scenario.Name, Title: in.Scenario.Title, Hypothesis: in.Scenario.Hypothesis,
-		Client: in.Scenario.Client.Kind, Status: "ok", Knobs: in.Scenario.Knobs.Effective(),
+		Client: in.Scenario.Client.Kind, Status: StatusOK, Knobs: in.Scenario.Knobs.Effective(),
 		WindowS: in.Window.Seconds(), Peaks: in.Peaks,
 	}
 	if in.Target == stacks.TargetLocal {
@@ -206,11 +208,7 @@ func tier(deltas []stats.Pod, window time.Duration) Tier {
 		wcv := workerCV(d.WorkerCx)
 		t.WorkerCV[d.Name] = wcv
 		wcvs = append(wcvs, wcv)
-		ids := make([]int, 0, len(d.WorkerBusyNs))
-		for id := range d.WorkerBusyNs {
-			ids = append(ids, id)
-		}
-		sort.Ints(ids)
+		ids := slices.Sorted(maps.Keys(d.WorkerBusyNs))
 		t.BusyMeasured = t.BusyMeasured || len(ids) > 0
 		for _, id := range ids {
 			ratio := 0.0

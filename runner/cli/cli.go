@@ -8,7 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/igwlab/igwlab/runner/suite"
@@ -75,11 +76,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func names() []string {
-	out := make([]string, 0, len(commands))
-	for n := range commands {
-		out = append(out, n)
-	}
-	sort.Strings(out)
+	out := slices.Sorted(maps.Keys(commands))
 	return out
 }
 

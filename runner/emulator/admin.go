@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/http"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -194,11 +195,7 @@ func (p *Pod) serveListeners(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Pod) serveClusters(w http.ResponseWriter, _ *http.Request) {
-	names := make([]string, 0, len(p.clusters))
-	for k := range p.clusters {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(p.clusters))
 	for _, k := range names {
 		c := p.clusters[k]
 		fmt.Fprintf(w, "%s::observability_name::%s\n", c.name, c.name)

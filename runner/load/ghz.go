@@ -3,6 +3,8 @@ package load
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -83,7 +85,7 @@ func H2dialArgs(s Spec, target string) []string {
 	if s.SlowPath != "" {
 		args = append(args, "-slow-url", "http://"+target+s.SlowPath, "-slow-workers", fmt.Sprint(s.SlowWorkers))
 	}
-	for _, k := range sortedKeys(s.Headers) {
+	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
 		args = append(args, "-header", k+": "+s.Headers[k])
 	}
 	return args
@@ -96,7 +98,7 @@ func FortioArgs(s Spec, target string) []string {
 	if s.QPS == 0 {
 		args[len(args)-1] = "-1"
 	}
-	for _, k := range sortedKeys(s.Headers) {
+	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
 		args = append(args, "-H", k+": "+s.Headers[k])
 	}
 	return append(args, "http://"+target+s.Path)

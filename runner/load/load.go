@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sort"
 	"strings"
 	"time"
 
@@ -123,13 +122,4 @@ func FromH2dial(r *h2dial.Result) *Result {
 		out.PerConnection = append(out.PerConnection, c.Requests)
 	}
 	return out
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -53,7 +53,7 @@ var (
 func (r *Run) ok() []*analysis.Result {
 	var out []*analysis.Result
 	for _, n := range r.Order {
-		if s := r.Scenarios[n]; s != nil && s.Status == "ok" {
+		if s := r.Scenarios[n]; s.OK() {
 			out = append(out, s)
 		}
 	}
@@ -142,7 +142,7 @@ func cvPlot(r *Run) (*Plot, error) {
 func perPodPlot(r *Run) (*Plot, error) {
 	var rs []*analysis.Result
 	for _, n := range []string{"02-trigger", "03-mcs-cap", "04-mrpc", "02-fortio", "03-fortio", "04-fortio"} {
-		if s := r.Scenarios[n]; s != nil && s.Status == "ok" {
+		if s := r.Scenarios[n]; s.OK() {
 			rs = append(rs, s)
 		}
 	}
@@ -301,7 +301,7 @@ func leadPlot(r *Run) (*Plot, error) {
 
 func filterPlot(r *Run) (*Plot, error) {
 	a, b := r.Scenarios["02-trigger"], r.Scenarios["11-realistic-filters"]
-	if a == nil || b == nil || a.Status != "ok" || b.Status != "ok" {
+	if !a.OK() || !b.OK() {
 		return nil, nil
 	}
 	p, err := groupedBars("Filter-chain overhead", "ms or rps/100", []*analysis.Result{a, b}, []string{"p99 (ms)", "throughput (rps/100)"},

@@ -10,9 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
@@ -144,11 +145,7 @@ func (a *autoStack) Preview(ctx context.Context, changes map[string]string, prog
 	}
 	defer os.Remove(conf)
 	opts := &auto.ConfigOptions{ConfigFile: conf}
-	keys := make([]string, 0, len(changes))
-	for k := range changes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(changes))
 	for _, k := range keys {
 		if v := changes[k]; v != "" {
 			err = a.s.SetConfigWithOptions(ctx, k, auto.ConfigValue{Value: v}, opts)

@@ -2,8 +2,10 @@ package suite
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/igwlab/igwlab/runner/atomicfile"
@@ -22,11 +24,7 @@ func writeJSON(path string, v any) error {
 
 // writePerPod writes "<pod> <value>" lines, the lab's per-pod file format.
 func writePerPod(path string, vals map[string]float64) error {
-	names := make([]string, 0, len(vals))
-	for n := range vals {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(vals))
 	var b strings.Builder
 	for _, n := range names {
 		fmt.Fprintf(&b, "%s %s\n", n, num(vals[n]))
@@ -51,13 +49,10 @@ func (e *errs) add(err error) {
 	}
 }
 
+// err joins the collected errors, each still reachable by errors.Is and errors.As.
 func (e errs) err() error {
 	if len(e) == 0 {
 		return nil
 	}
-	msgs := make([]string, len(e))
-	for i, x := range e {
-		msgs[i] = x.Error()
-	}
-	return fmt.Errorf("writing results: %s", strings.Join(msgs, "; "))
+	return fmt.Errorf("writing results: %w", errors.Join(e...))
 }

@@ -42,7 +42,7 @@ func Reanalyze(dir string, view func(stats.Snapshot) stats.Snapshot) (map[string
 			recorded = []*analysis.Result{sum.Scenarios[name]}
 		}
 		for i, rec := range recorded {
-			if rec.Status != statusOK {
+			if !rec.OK() {
 				runs[name] = append(runs[name], rec)
 				continue
 			}
@@ -67,9 +67,6 @@ func Reanalyze(dir string, view func(stats.Snapshot) stats.Snapshot) (map[string
 	}
 	return runs, analysis.Evaluate(runs, sum.Pods), nil
 }
-
-// statusOK is a scenario run that completed and was analysed.
-const statusOK = "ok"
 
 func readInput(sdir string, sc stacks.Scenario, sum Summary, rec *analysis.Result, view func(stats.Snapshot) stats.Snapshot) (*analysis.Input, error) {
 	pre, err := readPages(filepath.Join(sdir, "stats_pre"), view)

@@ -28,7 +28,7 @@ func (r *run) scenario(ctx context.Context, lab *stacks.Scenario, dir string) *a
 	res := &analysis.Result{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis, Client: sc.Client.Kind,
 		Knobs: sc.Knobs.Effective()}
 	if need := sc.Requires.MinConcurrency; need > r.info.Concurrency {
-		res.Status = "skipped"
+		res.Status = analysis.StatusSkipped
 		res.Reason = fmt.Sprintf("needs concurrency >= %d (Envoy workers per pod) and this target has %d; with one worker there is nothing to balance inside a pod. Rerun with --concurrency %d", need, r.info.Concurrency, need)
 		return res
 	}
@@ -37,9 +37,9 @@ func (r *run) scenario(ctx context.Context, lab *stacks.Scenario, dir string) *a
 	started := time.Now()
 	out, err := r.measure(ctx, sc, dir, &ew)
 	if err != nil {
-		res.Status, res.Reason = "failed", err.Error()
+		res.Status, res.Reason = analysis.StatusFailed, err.Error()
 		if ctx.Err() != nil {
-			res.Status, res.Reason = "interrupted", "stopped by the user before the window ended; partial data is in this folder"
+			res.Status, res.Reason = analysis.StatusInterrupted, "stopped by the user before the window ended; partial data is in this folder"
 			var up *target.InterruptedUpError
 			if errors.As(err, &up) {
 				res.Reason = "stopped by the user while its knobs were being applied: " + up.State

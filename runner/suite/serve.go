@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -174,11 +175,7 @@ func writeLive(w io.Writer, tty bool, pods []target.Pod, l Live, o emulator.Obse
 
 func writeServeReport(w io.Writer, r *analysis.Result, o emulator.Observation, vs []analysis.Verdict, dir string) {
 	fmt.Fprintf(w, "\nwhat your client did over %.0fs:\n", r.WindowS)
-	names := make([]string, 0, len(r.Connections))
-	for n := range r.Connections {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(r.Connections))
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-40s %4d connections  %8d requests\n", n, int(r.Connections[n]), int(r.RequestsPerPod[n]))
 	}

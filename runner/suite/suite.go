@@ -120,7 +120,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	for _, sc := range selected {
 		sum.Order = append(sum.Order, sc.Name)
 		sum.Scenarios[sc.Name] = &analysis.Result{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis,
-			Client: sc.Client.Kind, Status: "not-run"}
+			Client: sc.Client.Kind, Status: analysis.StatusNotRun}
 	}
 	// done[name] is how many runs of a scenario a resumed run already has.
 	done := map[string]int{}
@@ -180,7 +180,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	sum.Interrupted = ctx.Err() != nil
 	sum.Complete = !sum.Interrupted
 	for _, name := range sum.Order {
-		if res := sum.Scenarios[name]; res.Status == "not-run" && sum.Interrupted {
+		if res := sum.Scenarios[name]; res.Status == analysis.StatusNotRun && sum.Interrupted {
 			res.Reason = "the run was interrupted before this scenario"
 		}
 	}
@@ -232,7 +232,7 @@ func (r *run) evaluate() []analysis.Verdict {
 func representative(rs []*analysis.Result) *analysis.Result {
 	var ok []*analysis.Result
 	for _, r := range rs {
-		if r.Status == "ok" {
+		if r.OK() {
 			ok = append(ok, r)
 		}
 	}
@@ -252,8 +252,8 @@ func repText(rep, n int) string {
 }
 
 func oneLine(r *analysis.Result) string {
-	if r.Status != "ok" {
-		return r.Status + ": " + r.Reason
+	if !r.OK() {
+		return string(r.Status) + ": " + r.Reason
 	}
 	s := fmt.Sprintf("CV %.3f over %d connections (%s); %.0f rps, p99 %.1f ms; hottest worker %s busy",
 		r.CV, int(r.ConnectionsTotal), r.ChanceVerdict, r.RPS, r.P99Ms, r.BusyText())
@@ -295,7 +295,7 @@ func (r *run) guarded(ctx context.Context, sc *stacks.Scenario, dir string) (res
 		if v := recover(); v != nil {
 			_ = writeFile(filepath.Join(dir, "panic.txt"), []byte(fmt.Sprintf("panic: %v\n\n%s", v, debug.Stack())))
 			res = &analysis.Result{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis, Client: sc.Client.Kind,
-				Status: "failed", Reason: fmt.Sprintf("igwlab failed on this scenario: %v (a bug: the stack is in panic.txt; please report it)", v)}
+				Status: analysis.StatusFailed, Reason: fmt.Sprintf("igwlab failed on this scenario: %v (a bug: the stack is in panic.txt; please report it)", v)}
 		}
 	}()
 	return r.scenario(ctx, sc, dir)
