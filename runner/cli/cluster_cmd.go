@@ -181,11 +181,7 @@ func (s *knobSets) json() string {
 	if s.k.IsZero() {
 		return ""
 	}
-	m := map[string]string{}
-	for _, kv := range s.k.Set() {
-		m[kv.Path] = kv.Value
-	}
-	b, _ := json.Marshal(m)
+	b, _ := json.Marshal(s.k) // a flat object of strings cannot fail to encode
 	return string(b)
 }
 

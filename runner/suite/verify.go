@@ -41,13 +41,19 @@ func inEffect(dump []byte, k stacks.Knobs, prefix string) ([]string, error) {
 			}
 			var missing []string
 			for _, kv := range k.Set() {
+				spec, _ := stacks.Lookup(kv.Path)
+				want := kv.Value
 				root := hcm
-				path := strings.TrimPrefix(kv.Path, "hcm.")
-				if rest, ok := strings.CutPrefix(kv.Path, "listener."); ok {
+				path := strings.TrimPrefix(spec.Path, "hcm.")
+				if rest, ok := strings.CutPrefix(spec.Path, "listener."); ok {
 					root, path = l.Active.Listener, rest
 				}
-				if got, ok := lookupPath(root, path); !ok || !sameValue(got, kv.Value) {
-					missing = append(missing, fmt.Sprintf("%s=%s (dump: %v)", kv.Path, kv.Value, got))
+				got, ok := lookupPath(root, path)
+				var dumped stacks.Knobs
+				if !ok || spec.SetEnvoy(&dumped, got) != nil {
+					missing = append(missing, fmt.Sprintf("%s=%s (dump: %v)", spec.Path, want, got))
+				} else if v, _ := spec.Get(&dumped); v != want {
+					missing = append(missing, fmt.Sprintf("%s=%s (dump: %v)", spec.Path, want, got))
 				}
 			}
 			return missing, nil
@@ -84,25 +90,6 @@ func lookupPath(root map[string]any, path string) (any, bool) {
 		}
 	}
 	return cur, true
-}
-
-func sameValue(got any, want string) bool {
-	switch g := got.(type) {
-	case map[string]any:
-		return want == "{}"
-	case bool:
-		return fmt.Sprint(g) == want
-	case float64:
-		return fmt.Sprintf("%d", int64(g)) == want
-	case string:
-		if g == want {
-			return true
-		}
-		a, err1 := stacks.ParseDuration(g)
-		b, err2 := stacks.ParseDuration(want)
-		return err1 == nil && err2 == nil && a == b
-	}
-	return false
 }
 
 // waitInEffect polls every gateway pod's /config_dump until the scenario's knobs show, so the

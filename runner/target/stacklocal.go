@@ -49,11 +49,10 @@ func (s *StackLocal) Apply(ctx context.Context, sc stacks.Scenario) error {
 func (s *StackLocal) switchStack(ctx context.Context, sc stacks.Scenario) error {
 	// The local run's knobs (the lab's plus any local departure) go to the stack as an
 	// override, so the rendered filter is exactly what this run measures.
-	kn := map[string]string{}
-	for _, kv := range sc.Knobs.Set() {
-		kn[kv.Path] = kv.Value
+	b, err := json.Marshal(sc.Knobs)
+	if err != nil {
+		return err
 	}
-	b, _ := json.Marshal(kn)
 	if err := s.Stack.SetConfig(ctx, "igwlab:knobs", string(b), false); err != nil {
 		return err
 	}
