@@ -37,8 +37,9 @@ var commands = map[string]command{
 	"up":        {"switch the lab stack to a scenario (or a knob override) and apply it", runUp},
 	"kubeconfig": {"merge the k3d lab's kubeconfig into ~/.kube/config (or --out FILE) for kubectl; prints the context, never the key",
 		runKubeconfig},
-	"report":  {"draw a results folder's plots and write its report.html again", runReport},
-	"compare": {"show two results folders side by side", runCompare},
+	"report":   {"draw a results folder's plots and write its report.html again", runReport},
+	"diagnose": {"read-only: is a live gateway pool concentrating load, and which lever fits its clients (from Prometheus or Envoy admins)", runDiagnose},
+	"compare":  {"show two results folders side by side", runCompare},
 }
 
 // Main runs a command line and returns the process exit code: 0 done, 1 failed, 2 bad usage,

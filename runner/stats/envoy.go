@@ -117,6 +117,8 @@ type Pod struct {
 	SSLHandshake    float64 `json:"ssl_handshake"`
 
 	RqTime Buckets `json:"-"`
+	// CxLength is downstream_cx_length_ms: how long the connections that closed had lived.
+	CxLength Buckets `json:"-"`
 	// Present is false when the pod could not be read.
 	Present bool `json:"present"`
 }
@@ -161,6 +163,7 @@ func Extract(s Snapshot, n Names) Pod {
 	p.TxBuffered = get("envoy_cluster_upstream_cx_tx_bytes_buffered", c)
 	p.SSLHandshake = get("envoy_listener_ssl_handshake", l)
 	p.RqTime = s.Histogram("envoy_http_downstream_rq_time", h)
+	p.CxLength = s.Histogram("envoy_http_downstream_cx_length_ms", h)
 	return p
 }
 
@@ -224,6 +227,7 @@ func Delta(pre, post Pod) (d Pod, restarted bool) {
 	d.WorkerCx = subMap(pre.WorkerCx, post.WorkerCx, &restarted)
 	d.WorkerBusyNs = subMap(pre.WorkerBusyNs, post.WorkerBusyNs, &restarted)
 	d.RqTime = post.RqTime.Sub(pre.RqTime)
+	d.CxLength = post.CxLength.Sub(pre.CxLength)
 	if !pre.Present {
 		d = post // nothing to subtract: a pod that came up during the window
 	}

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/igwlab/igwlab/runner/diagnose"
+	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/runner/load"
+)
+
+// TestDiagnoseCommand: igwlab diagnose --admin on a pool carrying one shared connection prints
+// the verdict and the hot pod, writes the same as JSON, and a self-contained HTML page.
+func TestDiagnoseCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives load for a few seconds")
+	}
+	p, err := emulator.Start(emulator.Config{Pods: 4, Workers: 1, WaypointPods: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.Apply(emulator.Setup{})
+	var urls []string
+	for _, pod := range p.Pods() {
+		urls = append(urls, pod.AdminURL())
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := load.Run(context.Background(), load.Spec{Kind: "h2dial", Mode: "shared", Concurrency: 20, Path: "/get",
+			Target: p.VIP(), Duration: 5 * time.Second})
+		done <- err
+	}()
+	time.Sleep(500 * time.Millisecond)
+	hot := ""
+	for _, pod := range p.Pods() {
+		if pod.OpenConnections() > 0 {
+			hot = pod.Name
+		}
+	}
+	html := filepath.Join(t.TempDir(), "diagnose.html")
+	var stdout, stderr bytes.Buffer
+	if err := Run(context.Background(), []string{"diagnose", "--admin", strings.Join(urls, ","), "--duration", "1s", "--json", "--html", html}, &stdout, &stderr); err != nil {
+		t.Fatalf("diagnose: %v\n%s", err, stderr.String())
+	}
+	var r diagnose.Report
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, stdout.String())
+	}
+	if r.Verdict != diagnose.FewConnections || r.HotPod != hot || r.Lever == nil || r.Lever.Preview == "" {
+		t.Errorf("verdict %q, hot pod %q (want %q), lever %+v", r.Verdict, r.HotPod, hot, r.Lever)
+	}
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"<script", "src=\"http", "href=\"http", "@import"} {
+		if bytes.Contains(page, []byte(bad)) {
+			t.Errorf("the HTML page is not self-contained: it has %q", bad)
+		}
+	}
+	if !bytes.Contains(page, []byte(hot)) || !bytes.Contains(page, []byte("<svg")) {
+		t.Errorf("the HTML page lacks the hot pod or its chart")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDiagnoseBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"diagnose"},
+		{"diagnose", "--prometheus", "http://127.0.0.1:9", "--admin", "http://127.0.0.1:15000"},
+		{"diagnose", "--admin", "127.0.0.1:15000"},
+		{"diagnose", "--prometheus", "http://127.0.0.1:9", "--since", "-5m"},
+		{"diagnose", "--prometheus", "http://127.0.0.1:9", "--start", "yesterday"},
+		{"diagnose", "--prometheus", "http://127.0.0.1:9", "--start", "2026-11-30T12:00:00Z", "--end", "2026-11-30T11:00:00Z"},
+		{"diagnose", "--admin", "http://127.0.0.1:15000", "--duration", "0s"},
+		{"diagnose", "--admin", "http://127.0.0.1:15000", "--timeout", "1h"},
+	} {
+		var out, errb bytes.Buffer
+		if code := Main(context.Background(), args, &out, &errb); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errb.String())
+		}
+	}
+}

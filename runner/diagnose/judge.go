@@ -1,0 +1,243 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/igwlab/igwlab/runner/analysis"
+)
+
+// Verdicts.
+const (
+	BeyondChance   = "concentrated beyond chance"
+	FewConnections = "concentrated because there are few connections"
+	AsChance       = "spread as chance predicts"
+	NotEnoughData  = "not enough data"
+)
+
+// Thresholds of the verdict.
+const (
+	// minRequests is the fewest requests in a window that say anything about spread.
+	minRequests = 50
+	// concentratedCV is the CV of requests across pods from which the pool is called
+	// concentrated: at 0.5 the busiest pods carry well over one and a half times the mean.
+	concentratedCV = 0.5
+	// rotateEvery is how often count rotation should re-place each connection: often enough to
+	// move a hot connection within a few of Prometheus' scrape intervals, rarely enough that the
+	// reconnects (and their TLS handshakes) cost little.
+	rotateEvery = 10 * time.Second
+)
+
+// Report is what diagnose found.
+type Report struct {
+	Verdict string  `json:"verdict"`
+	Summary string  `json:"summary"`
+	Source  string  `json:"source"`
+	SpanS   float64 `json:"window_s"`
+
+	Pods    []PodRow `json:"pods"`
+	HotPod  string   `json:"hot_pod,omitempty"`
+	HotPart float64  `json:"hot_pod_share,omitempty"` // the hot pod's share of the requests
+
+	// Connections seen in the window (open at its start, or opened in it): what was placed.
+	Connections       float64           `json:"connections"`
+	ConnectionsOpened float64           `json:"connections_opened"`
+	ConnectionsActive float64           `json:"connections_active"`
+	CVConnections     float64           `json:"cv_connections"`
+	Chance            *analysis.Band    `json:"chance,omitempty"`
+	ChanceVerdict     string            `json:"chance_verdict,omitempty"`
+	Requests          float64           `json:"requests"`
+	CVRequests        float64           `json:"cv_requests"`
+	RequestsPerConn   float64           `json:"requests_per_connection"`
+	StreamsPerConn    float64           `json:"active_streams_per_connection"`
+	OlderThanWindow   float64           `json:"connections_older_than_window"`
+	ClosedLifetimeP50 float64           `json:"closed_connection_lifetime_p50_ms,omitempty"`
+	ClosedLifetimeP99 float64           `json:"closed_connection_lifetime_p99_ms,omitempty"`
+	Rotation          Rotation          `json:"rotation"`
+	Busy              []string          `json:"busy"`
+	Client            string            `json:"client"`
+	Lever             *Lever            `json:"lever,omitempty"`
+	Notes             []string          `json:"notes,omitempty"`
+	InForce           *InForce          `json:"in_force,omitempty"`
+	Names             map[string]string `json:"names"`
+}
+
+// PodRow is one pod's share of the window.
+type PodRow struct {
+	Name      string  `json:"name"`
+	Seen      float64 `json:"connections_seen"`
+	Opened    float64 `json:"connections_opened"`
+	Active    float64 `json:"connections_active"`
+	Requests  float64 `json:"requests"`
+	RPS       float64 `json:"rps"`
+	Streams   float64 `json:"active_streams"`
+	Workers   int     `json:"workers"`
+	WorkerCV  float64 `json:"worker_cv"`
+	HotWorker int     `json:"hot_worker"`
+	CPUCores  float64 `json:"cpu_cores,omitempty"`
+	Restarted bool    `json:"restarted,omitempty"`
+}
+
+// Rotation is what rotates connections, as far as the gateway shows it.
+type Rotation struct {
+	MaxRequestsReached float64 `json:"max_requests_reached"`
+	MaxDurationReached float64 `json:"max_duration_reached"`
+	Text               string  `json:"text"`
+}
+
+// Judge makes the report for a window.
+func Judge(w *Window) *Report {
+	r := &Report{Source: w.Source, SpanS: w.Span.Seconds(), InForce: w.InForce, Notes: w.Missing,
+		Names: map[string]string{"hcm_prefix": w.Names.HCMPrefix, "listener": w.Names.Listener}}
+	var seen, reqs, activeRq []float64
+	for _, p := range w.Pods {
+		d := p.Delta
+		row := PodRow{Name: p.Name, Opened: d.CxTotal, Active: p.Post.CxActive, Requests: d.RqTotal,
+			Streams: p.Post.RqActive, Workers: p.Workers, Restarted: p.Restarted}
+		row.Seen = p.Pre.CxActive + d.CxTotal
+		if p.Restarted {
+			row.Seen = d.CxTotal // the pod began again during the window: all it saw is new
+		}
+		if w.Span > 0 {
+			row.RPS = d.RqTotal / w.Span.Seconds()
+		}
+		row.WorkerCV, row.HotWorker = workerSpread(p.Post.WorkerActive, d.WorkerCx)
+		if cpu, ok := w.CPUSeconds[p.Name]; ok && w.Span > 0 {
+			row.CPUCores = cpu / w.Span.Seconds()
+		}
+		r.Pods = append(r.Pods, row)
+		seen, reqs, activeRq = append(seen, row.Seen), append(reqs, row.Requests), append(activeRq, row.Streams)
+		r.ConnectionsOpened += row.Opened
+		r.ConnectionsActive += row.Active
+		r.Requests += row.Requests
+		r.Rotation.MaxRequestsReached += d.MaxRequestsReached
+		r.Rotation.MaxDurationReached += d.MaxDurationReached
+		r.OlderThanWindow += math.Max(0, p.Post.CxActive-d.CxTotal)
+		lengths := d.CxLength
+		if q := lengths.Quantile(0.5); !math.IsNaN(q) {
+			r.ClosedLifetimeP50 = math.Max(r.ClosedLifetimeP50, q)
+		}
+		if q := lengths.Quantile(0.99); !math.IsNaN(q) {
+			r.ClosedLifetimeP99 = math.Max(r.ClosedLifetimeP99, q)
+		}
+	}
+	r.Connections = sum(seen)
+	r.CVConnections, r.CVRequests = analysis.CV(seen), analysis.CV(reqs)
+	if r.Connections > 0 {
+		r.RequestsPerConn = r.Requests / r.Connections
+	}
+	if r.ConnectionsActive > 0 {
+		r.StreamsPerConn = sum(activeRq) / r.ConnectionsActive
+	}
+	r.Rotation.Text = rotationText(w.InForce, r.Rotation)
+	r.Busy = busyText(w, r)
+	n := len(r.Pods)
+	switch {
+	case n < 2:
+		r.Verdict = NotEnoughData
+		r.Summary = fmt.Sprintf("%d gateway pod(s) read: spread needs two or more", n)
+		return r
+	case r.Requests < minRequests:
+		r.Verdict = NotEnoughData
+		r.Summary = fmt.Sprintf("%d requests in %s: too few to say how load is spread (at least %d)", int(r.Requests), w.Span.Round(time.Second), minRequests)
+		return r
+	}
+	k := int(math.Round(r.Connections))
+	r.Chance = analysis.Chance(k, n)
+	r.ChanceVerdict, _ = r.Chance.Judge(r.CVConnections)
+	hot := argmax(reqs)
+	r.HotPod, r.HotPart = r.Pods[hot].Name, reqs[hot]/r.Requests
+	placedBeyond := r.ChanceVerdict == analysis.MoreConcentrated
+	loadBeyond := r.CVRequests > r.Chance.Hi+1e-9 && r.CVRequests >= concentratedCV
+	switch {
+	case placedBeyond || loadBeyond:
+		r.Verdict = BeyondChance
+	case r.CVRequests >= concentratedCV:
+		r.Verdict = FewConnections
+	default:
+		r.Verdict = AsChance
+	}
+	r.Summary = summaryText(r, n)
+	r.Client = clientText(r, w)
+	r.Lever = chooseLever(r, w, placedBeyond)
+	return r
+}
+
+func summaryText(r *Report, n int) string {
+	hot := fmt.Sprintf("hot pod %s carries %.0f%% of the requests", r.HotPod, 100*r.HotPart)
+	conns := fmt.Sprintf("%d connection(s) over %d pods: connection CV %.3f (%s; %s)",
+		int(r.Connections), n, r.CVConnections, r.ChanceVerdict, r.Chance)
+	switch r.Verdict {
+	case BeyondChance:
+		return fmt.Sprintf("requests CV %.3f across pods, more than %d randomly placed connections explain; %s; %s", r.CVRequests, int(r.Connections), hot, conns)
+	case FewConnections:
+		return fmt.Sprintf("requests CV %.3f across pods, as random placement of only %d connection(s) makes it; %s; %s", r.CVRequests, int(r.Connections), hot, conns)
+	}
+	return fmt.Sprintf("requests CV %.3f across pods; %s", r.CVRequests, conns)
+}
+
+// workerSpread is the CV of a pod's connections across its workers (active ones, or those
+// opened in the window when none is active) and the busiest worker.
+func workerSpread(active, opened map[int]float64) (float64, int) {
+	m := active
+	if sum(values(m)) == 0 {
+		m = opened
+	}
+	if len(m) < 2 {
+		return 0, argmaxMap(m)
+	}
+	return analysis.CV(values(m)), argmaxMap(m)
+}
+
+func values(m map[int]float64) []float64 {
+	ids := make([]int, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	out := make([]float64, len(ids))
+	for i, id := range ids {
+		out[i] = m[id]
+	}
+	return out
+}
+
+func argmaxMap(m map[int]float64) int {
+	best, bestV := 0, math.Inf(-1)
+	for _, id := range sortedKeys(m) {
+		if m[id] > bestV {
+			best, bestV = id, m[id]
+		}
+	}
+	return best
+}
+
+func sortedKeys(m map[int]float64) []int {
+	ids := make([]int, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	return ids
+}
+
+// argmax is the first index of the largest value.
+func argmax(xs []float64) int {
+	best := 0
+	for i, x := range xs {
+		if x > xs[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+func sum(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}

@@ -1,0 +1,206 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/igwlab/igwlab/infra/envoyfilter"
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// Lever is the server-side knob that fits what was seen, with the EnvoyFilter patch that sets
+// it and the lab command that tries it first.
+type Lever struct {
+	Knob        string `json:"knob"`
+	Value       string `json:"value"`
+	Why         string `json:"why"`
+	Cost        string `json:"cost,omitempty"`
+	EnvoyFilter string `json:"envoyfilter"`
+	Preview     string `json:"preview"`
+}
+
+const (
+	knobMaxRequests = "hcm.common_http_protocol_options.max_requests_per_connection"
+	knobStreams     = "hcm.http2_protocol_options.max_concurrent_streams"
+	knobExact       = "listener.connection_balance_config.exact_balance"
+)
+
+func rotationText(f *InForce, r Rotation) string {
+	var parts []string
+	if f != nil {
+		if f.MaxRequestsPerConnection > 0 {
+			parts = append(parts, fmt.Sprintf("max_requests_per_connection %d is set", f.MaxRequestsPerConnection))
+		}
+		if f.MaxConnectionDuration > 0 {
+			parts = append(parts, fmt.Sprintf("max_connection_duration %s is set", f.MaxConnectionDuration))
+		}
+		if f.MaxConcurrentStreams > 0 && f.MaxConcurrentStreams < 2147483647 {
+			parts = append(parts, fmt.Sprintf("max_concurrent_streams %d caps each connection", f.MaxConcurrentStreams))
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "/config_dump shows no rotation and no stream cap (Envoy's defaults)")
+		}
+	} else {
+		parts = append(parts, "no /config_dump from this source: rotation judged from the drain counters alone")
+	}
+	switch {
+	case r.MaxRequestsReached > 0:
+		parts = append(parts, fmt.Sprintf("downstream_cx_max_requests_reached rose by %d (requests at or over the limit)", int(r.MaxRequestsReached)))
+	case r.MaxDurationReached > 0:
+		parts = append(parts, fmt.Sprintf("downstream_cx_max_duration_reached rose by %d", int(r.MaxDurationReached)))
+	default:
+		parts = append(parts, "no rotation counter moved in the window")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// rotating says whether count or time rotation is in force, by config or by its counters.
+func rotating(f *InForce, r Rotation) bool {
+	return r.MaxRequestsReached > 0 || r.MaxDurationReached > 0 ||
+		f != nil && (f.MaxRequestsPerConnection > 0 || f.MaxConnectionDuration > 0)
+}
+
+func busyText(w *Window, r *Report) []string {
+	if len(w.CPUSeconds) == 0 {
+		return []string{"busy workers: not measured from this source (Envoy has no per-worker busy stat; container CPU per pod, container_cpu_usage_seconds_total from cAdvisor, was not available)"}
+	}
+	var out []string
+	for _, p := range r.Pods {
+		if p.CPUCores == 0 {
+			continue
+		}
+		per := p.CPUCores / math.Max(1, float64(p.Workers))
+		out = append(out, fmt.Sprintf("%s: %.2f cores for %d worker(s), %.0f%% of each on average", p.Name, p.CPUCores, p.Workers, 100*per))
+	}
+	return out
+}
+
+// clientText says what the clients probably do, from how their connections behave.
+func clientText(r *Report, w *Window) string {
+	var parts []string
+	if r.StreamsPerConn >= 2 {
+		parts = append(parts, fmt.Sprintf("multiplexing: %.1f requests in flight per open connection", r.StreamsPerConn))
+	}
+	if r.OlderThanWindow > 0 && r.ConnectionsOpened == 0 {
+		parts = append(parts, fmt.Sprintf("long-lived: none of the %d open connection(s) was opened in the last %s", int(r.ConnectionsActive), w.Span.Round(time.Second)))
+	} else if r.OlderThanWindow > 0 {
+		parts = append(parts, fmt.Sprintf("%d open connection(s) are older than the %s window", int(r.OlderThanWindow), w.Span.Round(time.Second)))
+	}
+	if r.RequestsPerConn >= 100 {
+		parts = append(parts, fmt.Sprintf("%.0f requests per connection", r.RequestsPerConn))
+	}
+	if f := w.InForce; f != nil && f.MaxConcurrentStreams > 0 && f.MaxConcurrentStreams < 2147483647 &&
+		r.StreamsPerConn >= 0.9*float64(f.MaxConcurrentStreams) {
+		if r.ConnectionsOpened > 0 {
+			parts = append(parts, "at the stream cap and opening connections: it dials")
+		} else {
+			parts = append(parts, "at the stream cap without opening connections: it queues")
+		}
+	}
+	if rotating(w.InForce, r.Rotation) && r.ConnectionsOpened > 0 {
+		parts = append(parts, "it reconnects after a GOAWAY")
+	}
+	if len(parts) == 0 {
+		return "nothing unusual: short-lived or lightly multiplexed connections"
+	}
+	s := strings.Join(parts, "; ")
+	if r.StreamsPerConn >= 2 && r.Connections <= float64(3*len(r.Pods)) {
+		s += ": the signature of a shared HTTP/2 transport or a gRPC ClientConn, which puts all its streams on one or a few connections"
+	}
+	return s
+}
+
+// chooseLever picks the knob that fits, or none.
+func chooseLever(r *Report, w *Window, placedBeyond bool) *Lever {
+	var l *Lever
+	switch {
+	case r.Verdict == AsChance:
+		if hot := hotWorkers(r); hot != "" && !exact(w.InForce) {
+			l = &Lever{Knob: knobExact, Value: "{}", Why: "pods are even but their workers are not (" + hot +
+				"): exact_balance hands each new connection to the worker with the fewest; it cannot move work between pods"}
+		}
+	case placedBeyond:
+		return &Lever{Why: "connections land on pods more unevenly than random placement would put them: look in front of the gateway (client affinity or source-IP hashing in the load balancer, pods missing from its endpoints); no gateway knob moves connections between pods"}
+	case !rotating(w.InForce, r.Rotation):
+		v := rotationValue(r)
+		l = &Lever{Knob: knobMaxRequests, Value: strconv.Itoa(v),
+			Why:  fmt.Sprintf("every client re-dials on GOAWAY, so count rotation re-places each connection about every %s (%.0f requests per second per connection); a stream cap would help only clients that dial, and %s", rotateEvery, r.RequestsPerConn/math.Max(1, r.SpanS), dialNote(r)),
+			Cost: fmt.Sprintf("about %.1f reconnects per second across the pool, each a new TLS handshake on some worker when TLS terminates at the gateway", r.Requests/math.Max(1, r.SpanS)/float64(v))}
+	default:
+		l = &Lever{Why: fmt.Sprintf("rotation is already in force (%s) and %d connection(s) still cover at most %d pod(s) at a time: the clients need more connections (a pool of gRPC channels, more client replicas), or rotation must be faster", r.Rotation.Text, int(r.ConnectionsActive), int(r.ConnectionsActive))}
+		if f := w.InForce; f != nil && f.MaxRequestsPerConnection > 0 {
+			v := rotationValue(r)
+			if uint64(v) < f.MaxRequestsPerConnection {
+				l.Knob, l.Value = knobMaxRequests, strconv.Itoa(v)
+			}
+		}
+	}
+	if l != nil && l.Knob != "" {
+		l.EnvoyFilter, l.Preview = patch(l.Knob, l.Value, w)
+	}
+	return l
+}
+
+func dialNote(r *Report) string {
+	if r.StreamsPerConn >= 2 && r.ConnectionsOpened == 0 {
+		return "these connections did not multiply, so they probably queue"
+	}
+	return "a dialing client cannot be told from a queueing one without a cap to hit"
+}
+
+// rotationValue is a max_requests_per_connection that rotates each connection about every
+// rotateEvery, rounded to 1, 2 or 5 times a power of ten, and at least 100.
+func rotationValue(r *Report) int {
+	perConn := r.RequestsPerConn / math.Max(1, r.SpanS) // requests per second per connection
+	v := math.Max(100, perConn*rotateEvery.Seconds())
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if v <= m*p*1.5 {
+			return int(m * p)
+		}
+	}
+	return int(10 * p)
+}
+
+func hotWorkers(r *Report) string {
+	var hot []string
+	for _, p := range r.Pods {
+		if p.Workers >= 2 && p.WorkerCV >= concentratedCV {
+			hot = append(hot, fmt.Sprintf("%s worker CV %.2f", p.Name, p.WorkerCV))
+		}
+	}
+	return strings.Join(hot, ", ")
+}
+
+func exact(f *InForce) bool { return f != nil && f.ExactBalance }
+
+// patch renders the EnvoyFilter that sets one knob on a gateway whose listener binds the port
+// the stats name, and the command that tries it in the lab first.
+func patch(path, value string, w *Window) (string, string) {
+	spec, ok := stacks.Lookup(path)
+	if !ok {
+		return "", ""
+	}
+	var k stacks.Knobs
+	if err := spec.Set(&k, value); err != nil {
+		return "", ""
+	}
+	t := envoyfilter.DefaultTarget
+	if _, port, ok := strings.Cut(w.Names.Listener, "_"); ok {
+		if p, err := strconv.Atoi(port); err == nil {
+			t.Port = p
+		}
+	}
+	obj := envoyfilter.Object("gateway-rotation", stacks.Scenario{Name: "diagnose", Knobs: k}, t)
+	b, err := yaml.Marshal(obj)
+	if err != nil {
+		return "", ""
+	}
+	note := fmt.Sprintf("# namespace and workloadSelector are the lab gateway's (istio-ingress, istio: ingressgateway): use your gateway's.\n# portNumber %d is the port its listener binds, from the listener in its stats (%s).\n", t.Port, w.Names.Listener)
+	return note + string(b), "igwlab preview --set " + path + "=" + value
+}

@@ -1,0 +1,78 @@
+// Package diagnose looks at a live gateway pool, read-only, and says whether its load sits on
+// few connections, pods and worker threads, whether that is more than chance, what the
+// clients are likely doing, and which lever fits. It reads what an Istio gateway exposes
+// (Envoy's stats as Istio names them, /config_dump) from Prometheus or from the pods' admin
+// endpoints, never sends load, and says what it could not find instead of guessing.
+package diagnose
+
+import (
+	"sort"
+	"time"
+
+	"github.com/igwlab/igwlab/runner/stats"
+)
+
+// Window is what a source saw of the gateway pool over a span of time: each pod's stats at its
+// start and end (counters as their increase when the source saw resets), the names the pool's
+// stats go by, and what the source could not find.
+type Window struct {
+	Source     string        `json:"source"` // e.g. "prometheus http://...", "admin (3 endpoints)"
+	Start, End time.Time     `json:"-"`
+	Span       time.Duration `json:"-"`
+	Names      stats.Names   `json:"names"`
+	Pods       []PodWindow   `json:"pods"`
+	// InForce is what the gateway's /config_dump says is set (nil when the source has none).
+	InForce *InForce `json:"in_force,omitempty"`
+	// CPUSeconds is the CPU each pod's proxy container used over the window, from cAdvisor
+	// through Prometheus; nil when the source has none.
+	CPUSeconds map[string]float64 `json:"cpu_seconds,omitempty"`
+	// Missing says what could not be read and why, in the user's terms.
+	Missing []string `json:"missing,omitempty"`
+}
+
+// PodWindow is one pod over the window: its stats at the start and at the end.
+type PodWindow struct {
+	Name      string `json:"name"`
+	Pre, Post stats.Pod
+	Delta     stats.Pod `json:"-"`
+	Restarted bool      `json:"restarted,omitempty"`
+	Workers   int       `json:"workers"`
+}
+
+// InForce is the rotation and caps the gateway's listener runs with, from /config_dump.
+type InForce struct {
+	MaxConcurrentStreams     uint64        `json:"max_concurrent_streams,omitempty"`
+	MaxRequestsPerConnection uint64        `json:"max_requests_per_connection,omitempty"`
+	MaxConnectionDuration    time.Duration `json:"max_connection_duration_ns,omitempty"`
+	ExactBalance             bool          `json:"exact_balance,omitempty"`
+	Pods                     int           `json:"pods_read"`
+}
+
+// windowFrom builds a window from two readings per pod, matched by pod name, under names
+// discovered from the readings themselves.
+func windowFrom(source string, pre, post []stats.Snapshot, span time.Duration) (*Window, error) {
+	w := &Window{Source: source, Span: span}
+	names, err := stats.Discover(append(append([]stats.Snapshot{}, pre...), post...), "")
+	if err != nil {
+		return nil, err
+	}
+	w.Names = names
+	byName := map[string]stats.Snapshot{}
+	for _, s := range pre {
+		byName[s.Pod] = s
+	}
+	for _, s := range post {
+		p := PodWindow{Name: s.Pod, Post: stats.Extract(s, names)}
+		if b, ok := byName[s.Pod]; ok {
+			p.Pre = stats.Extract(b, names)
+		}
+		p.Delta, p.Restarted = stats.Delta(p.Pre, p.Post)
+		p.Workers = len(p.Post.WorkerCx)
+		if c := s.Sum("envoy_server_concurrency", nil); c > 0 {
+			p.Workers = int(c)
+		}
+		w.Pods = append(w.Pods, p)
+	}
+	sort.Slice(w.Pods, func(i, j int) bool { return w.Pods[i].Name < w.Pods[j].Name })
+	return w, nil
+}
