@@ -43,6 +43,9 @@ type Balancer struct {
 	opened  atomic.Int64
 	perPod  sync.Map // pod name -> *atomic.Int64 connections sent
 	closing atomic.Bool
+	// rtt is the round-trip time between clients and the pods, put on every connection.
+	rtt   time.Duration
+	clock *Clock
 }
 
 func newBalancer(addr, mode, path string, seed uint64, pods func() []*Pod) (*Balancer, error) {
@@ -131,7 +134,7 @@ func (b *Balancer) forward(c net.Conn) {
 	v, _ := b.perPod.LoadOrStore(p.Name, new(atomic.Int64))
 	v.(*atomic.Int64).Add(1)
 	if b.path == PathHandoff {
-		p.accept(c, -1)
+		p.accept(withRTT(c, b.rtt, b.clock), -1)
 		return
 	}
 	defer c.Close()
@@ -143,6 +146,7 @@ func (b *Balancer) forward(c net.Conn) {
 	if err != nil {
 		return
 	}
+	pc = withRTT(pc, b.rtt, b.clock)
 	defer pc.Close()
 	b.track(c, pc, true)
 	defer b.track(c, pc, false)

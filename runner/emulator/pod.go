@@ -101,7 +101,14 @@ func (p *Pod) build(cfg *listenerConfig) {
 	}
 	p.hcm = newHCM(p)
 	p.clusters = map[string]*cluster{}
-	dial := (&net.Dialer{Timeout: 5 * time.Second}).DialContext
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return withRTT(c, pl.cfg.UpstreamRTT, pl.clock), nil
+	}
 	if p.role == roleGateway {
 		p.clusters[ClusterHTTPBin] = newCluster(p.store, ClusterHTTPBin, pl.backends.HTTPBin, false, workers, dial)
 		p.clusters[ClusterGRPC] = newCluster(p.store, ClusterGRPC, []string{pl.backends.GRPC}, true, workers, dial)

@@ -64,6 +64,10 @@ type Config struct {
 	// envoy.reloadable_features.http2_use_oghttp2) or nghttp2. They differ in what follows a
 	// final GOAWAY: nghttp2 ignores new streams, oghttp2 serves them.
 	Codec string
+	// ClientRTT is the round-trip time between the clients and the gateway pods, and
+	// UpstreamRTT between the gateway pods and their upstreams: every byte on those connections
+	// is delayed by half of it each way (0: loopback's).
+	ClientRTT, UpstreamRTT time.Duration
 	// ListenerDrainTime is how long a replaced listener's connections may drain before they are
 	// closed: Envoy's --drain-time-s, which Istio sets from the proxy's drainDuration.
 	ListenerDrainTime time.Duration
@@ -101,6 +105,9 @@ func (c *Config) Check() error {
 	}
 	if c.Codec != "" && c.Codec != CodecOghttp2 && c.Codec != CodecNghttp2 {
 		return fmt.Errorf("http2 codec %q: allowed %s (Envoy 1.35's default), %s", c.Codec, CodecOghttp2, CodecNghttp2)
+	}
+	if c.ClientRTT < 0 || c.ClientRTT > 10*time.Second || c.UpstreamRTT < 0 || c.UpstreamRTT > 10*time.Second {
+		return fmt.Errorf("round-trip time %s (clients) / %s (upstreams): allowed [0, 10s]", c.ClientRTT, c.UpstreamRTT)
 	}
 	if c.ListenerDrainTime < 0 || c.ListenerDrainTime > time.Hour {
 		return fmt.Errorf("listener drain time %s: allowed [0, 1h]", c.ListenerDrainTime)
@@ -225,6 +232,7 @@ func Start(cfg Config) (*Pool, error) {
 		p.Close()
 		return nil, err
 	}
+	p.vip.rtt, p.vip.clock = cfg.ClientRTT, p.clock
 	for _, pod := range append(append([]*Pod{}, p.gateway...), p.waypoints...) {
 		if err := pod.startAdmin(0); err != nil {
 			p.Close()

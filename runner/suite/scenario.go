@@ -136,7 +136,7 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 	smp.onSample = func(l Live) { r.prog.sample(l, podNames) }
 	sctx, stop := context.WithCancel(ctx)
 	sampled := make(chan struct{})
-	go func() { smp.run(sctx, time.Second); close(sampled) }()
+	go func() { smp.run(sctx, sampleEvery(sc.Load.Duration.D())); close(sampled) }()
 	start := time.Now()
 	r.prog.step("load: %s for %s", clientText(sc.Client), sc.Load.Duration)
 	result, loadErr := r.runLoad(ctx, spec, dir)
@@ -224,6 +224,13 @@ func (r *run) quiet(ctx context.Context, gw []target.Pod) ([]stats.Snapshot, [][
 			return nil, nil, err
 		}
 	}
+}
+
+// sampleEvery is how often the window is sampled: once a second, or eight times in a window
+// shorter than eight seconds, so that even a short one has rows (and a count of the
+// connections that closed while it ran).
+func sampleEvery(window time.Duration) time.Duration {
+	return max(100*time.Millisecond, min(time.Second, window/8))
 }
 
 // quietWait bounds the wait for the gateway to hold no connection before a window.
