@@ -189,14 +189,17 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Effective returns the scenario as run on the given target: on "local" the Local departures
-// are applied on top of the lab values; on any other target the lab values are returned.
-func (s *Scenario) Effective(target string) Scenario {
+// Lab returns the scenario with the lab's values: a copy that shares no knob with s.
+func (s *Scenario) Lab() Scenario {
 	out := *s
 	out.Knobs = s.Knobs.Clone()
-	if target != TargetLocal {
-		return out
-	}
+	return out
+}
+
+// WithLocal returns the scenario with its local departures applied on top of the lab values:
+// what a target that takes them (the emulated pool) runs. Departures lists them.
+func (s *Scenario) WithLocal() Scenario {
+	out := s.Lab()
 	if s.Local.Load.Duration > 0 {
 		out.Load.Duration = s.Local.Load.Duration
 	}
@@ -216,7 +219,16 @@ func (s *Scenario) Effective(target string) Scenario {
 	return out
 }
 
-// TargetLocal names the local target.
+// Effective is the scenario as run on the given target. Deprecated: targets resolve scenarios
+// themselves (Lab, WithLocal); this remains for the Pulumi program until it calls Lab.
+func (s *Scenario) Effective(target string) Scenario {
+	if target == TargetLocal {
+		return s.WithLocal()
+	}
+	return s.Lab()
+}
+
+// TargetLocal is the kind Effective takes for WithLocal. Deprecated: with Effective.
 const TargetLocal = "local"
 
 // Departures lists, knob by knob, where the local target departs from the lab values.

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/igwlab/igwlab/runner/gateway/kubetest"
 	"github.com/igwlab/igwlab/runner/stack"
-	"github.com/igwlab/igwlab/runner/target/kubetest"
 )
 
 var (

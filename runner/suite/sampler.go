@@ -10,25 +10,25 @@ import (
 	"time"
 
 	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/stats"
-	"github.com/igwlab/igwlab/runner/target"
 )
 
 // scrape reads /stats/prometheus from every pod in parallel. A pod that cannot be read yields
 // an empty snapshot and an error naming it; the others are still returned.
-func scrape(ctx context.Context, t target.Target, pods []target.Pod) ([]stats.Snapshot, [][]byte, []error) {
+func scrape(ctx context.Context, t gateway.Target, pods []gateway.Pod) ([]stats.Snapshot, [][]byte, []error) {
 	return admins{t: t}.scrape(ctx, pods)
 }
 
 // admins reads pods' Envoy admins with a timeout per attempt, so a hung endpoint costs at most
 // a few timeouts, and reports reads that only succeeded on a retry through warn.
 type admins struct {
-	t       target.Target
-	timeout time.Duration // per attempt; 0 is target.AdminTimeout
+	t       gateway.Target
+	timeout time.Duration // per attempt; 0 is gateway.AdminTimeout
 	warn    func(string)
 }
 
-func (a admins) scrape(ctx context.Context, pods []target.Pod) ([]stats.Snapshot, [][]byte, []error) {
+func (a admins) scrape(ctx context.Context, pods []gateway.Pod) ([]stats.Snapshot, [][]byte, []error) {
 	snaps := make([]stats.Snapshot, len(pods))
 	raws := make([][]byte, len(pods))
 	errs := make([]error, len(pods))
@@ -59,10 +59,10 @@ func (a admins) scrape(ctx context.Context, pods []target.Pod) ([]stats.Snapshot
 // that is restarting usually answers on the second try.
 const adminAttempts = 3
 
-func (a admins) read(ctx context.Context, p target.Pod, path string) ([]byte, error) {
+func (a admins) read(ctx context.Context, p gateway.Pod, path string) ([]byte, error) {
 	timeout := a.timeout
 	if timeout <= 0 {
-		timeout = target.AdminTimeout
+		timeout = gateway.AdminTimeout
 	}
 	var failed []string
 	for i := 0; i < adminAttempts; i++ {
@@ -92,8 +92,8 @@ func (a admins) read(ctx context.Context, p target.Pod, path string) ([]byte, er
 
 // sampler reads every pod once a second during the window and keeps a time series.
 type sampler struct {
-	t     target.Target
-	pods  []target.Pod
+	t     gateway.Target
+	pods  []gateway.Pod
 	names stats.Names
 	base  map[string]stats.Pod
 	start time.Time
@@ -120,7 +120,7 @@ type Live struct {
 	Refused, ProtocolErrors float64
 }
 
-func newSampler(t target.Target, pods []target.Pod, names stats.Names, pre []stats.Snapshot) *sampler {
+func newSampler(t gateway.Target, pods []gateway.Pod, names stats.Names, pre []stats.Snapshot) *sampler {
 	s := &sampler{t: t, pods: pods, names: names, base: map[string]stats.Pod{}, prev: map[string]stats.Pod{}}
 	for _, snap := range pre {
 		p := stats.Extract(snap, names)

@@ -12,16 +12,16 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/load"
 	"github.com/igwlab/igwlab/runner/stats"
-	"github.com/igwlab/igwlab/runner/target"
 	"github.com/igwlab/igwlab/stacks"
 )
 
 // scenario runs one scenario and writes its folder. It never returns nil: a scenario that
 // cannot run is reported as skipped or failed, and the suite goes on.
 func (r *run) scenario(ctx context.Context, lab *stacks.Scenario, dir string) *analysis.Result {
-	sc := lab.Effective(r.info.Name)
+	sc, deps := r.o.Target.Resolve(lab)
 	if r.o.Duration > 0 {
 		sc.Load.Duration = stacks.Duration(r.o.Duration)
 	}
@@ -33,14 +33,19 @@ func (r *run) scenario(ctx context.Context, lab *stacks.Scenario, dir string) *a
 		return res
 	}
 	var ew errs
-	ew.add(writeScenarioFile(filepath.Join(dir, "scenario.yaml"), lab, sc, r.info))
+	why := "" // the scenario's reason for its own departures; the target's carry theirs
+	if len(deps) > 0 {
+		why = strings.TrimSpace(lab.Local.Why)
+	}
+	deps = append(deps, r.info.Departures...)
+	ew.add(writeScenarioFile(filepath.Join(dir, "scenario.yaml"), lab, sc, deps, why, r.info))
 	started := time.Now()
-	out, err := r.measure(ctx, sc, dir, &ew)
+	out, err := r.measure(ctx, sc, deps, dir, &ew)
 	if err != nil {
 		res.Status, res.Reason = analysis.StatusFailed, err.Error()
 		if ctx.Err() != nil {
 			res.Status, res.Reason = analysis.StatusInterrupted, "stopped by the user before the window ended; partial data is in this folder"
-			var up *target.InterruptedUpError
+			var up *gateway.InterruptedUpError
 			if errors.As(err, &up) {
 				res.Reason = "stopped by the user while its knobs were being applied: " + up.State
 			}
@@ -50,7 +55,6 @@ func (r *run) scenario(ctx context.Context, lab *stacks.Scenario, dir string) *a
 		ew.add(writeJSON(filepath.Join(dir, "result.json"), res))
 		return res
 	}
-	out.Lab = *lab
 	a := analysis.Analyze(*out)
 	if err := ew.err(); err != nil {
 		a.Faults = append(a.Faults, err.Error())
@@ -64,7 +68,7 @@ func (r *run) scenario(ctx context.Context, lab *stacks.Scenario, dir string) *a
 // disruptions marks a scenario disturbed when the target saw a pod killed or restarted or a
 // worker stuck while it ran, and keeps what happened and when in its results.
 func (r *run) disruptions(res *analysis.Result, since time.Time, dir string, ew *errs) {
-	src, ok := r.o.Target.(target.Disrupted)
+	src, ok := r.o.Target.(gateway.Disrupted)
 	if !ok {
 		return
 	}
@@ -81,18 +85,18 @@ func (r *run) disruptions(res *analysis.Result, since time.Time, dir string, ew 
 }
 
 // measure does the scenario's steps and returns the analysis input.
-func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *errs) (*analysis.Input, error) {
+func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Departure, dir string, ew *errs) (*analysis.Input, error) {
 	t := r.o.Target
-	gw, err := t.Pods(ctx, target.Gateway)
+	gw, err := t.Pods(ctx, gateway.Gateway)
 	if err != nil {
 		return nil, err
 	}
-	var wp, zt []target.Pod
+	var wp, zt []gateway.Pod
 	if sc.Waypoint {
-		if wp, err = t.Pods(ctx, target.Waypoint); err != nil {
+		if wp, err = t.Pods(ctx, gateway.Waypoint); err != nil {
 			return nil, err
 		}
-		if zt, err = t.Pods(ctx, target.Ztunnel); err != nil {
+		if zt, err = t.Pods(ctx, gateway.Ztunnel); err != nil {
 			return nil, err
 		}
 	}
@@ -179,7 +183,7 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 	if err := firstErr(postErrs); err != nil {
 		return nil, fmt.Errorf("reading stats after the load: %w", err)
 	}
-	in := &analysis.Input{Scenario: sc, Target: r.info.Name, TargetDepartures: r.info.Departures, Client: result, Window: window, Peaks: smp.peaks,
+	in := &analysis.Input{Scenario: scenarioInput(sc), Departures: deps, Client: clientInput(result), Window: window, Peaks: smp.peaks,
 		ClosedDuringLoad: smp.closedDuringLoad()}
 	for i := range gw {
 		in.Pre = append(in.Pre, stats.Extract(pre[i], names))
@@ -199,7 +203,7 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 // the gateway's listener: every connection of the window is then the client's own. A warm-up
 // client closes its connections as it ends; if some stay open (another client, a connection
 // being torn down) after quietWait, the window starts anyway and a warning says how many.
-func (r *run) quiet(ctx context.Context, gw []target.Pod) ([]stats.Snapshot, [][]byte, error) {
+func (r *run) quiet(ctx context.Context, gw []gateway.Pod) ([]stats.Snapshot, [][]byte, error) {
 	deadline := time.Now().Add(quietWait)
 	for {
 		pre, preRaw, preErrs := r.adm().scrape(ctx, gw)
@@ -268,7 +272,7 @@ func waypointNames(snaps []stats.Snapshot) stats.Names {
 	return stats.Names{HCMPrefix: best, Listener: listener}
 }
 
-func (r *run) dumps(ctx context.Context, pods []target.Pod, dir string, ew *errs) {
+func (r *run) dumps(ctx context.Context, pods []gateway.Pod, dir string, ew *errs) {
 	for _, p := range pods {
 		for _, d := range []struct{ path, file string }{
 			{"/stats", filepath.Join("stats_post", p.Name+".txt")},
@@ -310,20 +314,18 @@ func (r *run) loadSpec(sc stacks.Scenario) (load.Spec, error) {
 	return spec, nil
 }
 
-func writeScenarioFile(path string, lab *stacks.Scenario, run stacks.Scenario, info target.Info) error {
+// writeScenarioFile writes scenario.yaml: the scenario as it ran, and where (and why) that
+// departs from the lab's values.
+func writeScenarioFile(path string, lab *stacks.Scenario, run stacks.Scenario, deps []stacks.Departure, why string, info gateway.Info) error {
 	doc := map[string]any{
 		"name": run.Name, "title": run.Title, "teaches": run.Teaches, "watch": run.Watch,
 		"target": info.Name, "file": lab.File, "client": run.Client, "load": run.Load,
 		"knobs_in_force": run.Knobs.Effective(), "filters": run.Filters, "waypoint": run.Waypoint,
 	}
-	var deps []stacks.Departure
-	if info.Name == stacks.TargetLocal {
-		deps = lab.Departures()
-		if len(deps) > 0 {
-			doc["local_departures_why"] = strings.TrimSpace(lab.Local.Why)
-		}
+	if why != "" {
+		doc["local_departures_why"] = why
 	}
-	if deps = append(deps, info.Departures...); len(deps) > 0 {
+	if len(deps) > 0 {
 		doc["local_departures"] = deps
 	}
 	b, err := yaml.Marshal(doc)
@@ -331,6 +333,24 @@ func writeScenarioFile(path string, lab *stacks.Scenario, run stacks.Scenario, i
 		return err
 	}
 	return writeFile(path, b)
+}
+
+// scenarioInput is what the analysis needs of the scenario as it ran.
+func scenarioInput(sc stacks.Scenario) analysis.Scenario {
+	return analysis.Scenario{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis, Client: sc.Client.Kind, Knobs: sc.Knobs.Effective()}
+}
+
+// clientInput is what the analysis needs of the client's result.
+func clientInput(r *load.Result) *analysis.Client {
+	if r == nil {
+		return nil
+	}
+	c := &analysis.Client{RPS: r.RPS, Requests: r.Requests, Errors: r.Errors, P50: r.Latency.P50, P90: r.Latency.P90,
+		P99: r.Latency.P99, P999: r.Latency.P999, Connections: r.ConnectionsOpened}
+	if r.Slow != nil {
+		c.SlowP99 = r.Slow.Latency.P99
+	}
+	return c
 }
 
 func knobText(k stacks.Knobs) string {

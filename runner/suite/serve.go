@@ -12,14 +12,15 @@ import (
 
 	"github.com/igwlab/igwlab/runner/analysis"
 	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/gateway/local"
 	"github.com/igwlab/igwlab/runner/stats"
-	"github.com/igwlab/igwlab/runner/target"
 	"github.com/igwlab/igwlab/stacks"
 )
 
 // ServeOptions configure igwlab serve.
 type ServeOptions struct {
-	Local    *target.Local
+	Local    *local.Local
 	Scenario *stacks.Scenario // nil: Envoy's defaults
 	OutDir   string
 	Out      io.Writer // URLs and the final report
@@ -37,14 +38,14 @@ func Serve(ctx context.Context, o ServeOptions) (*Summary, error) {
 	t := o.Local
 	sc := stacks.Scenario{Name: "serve", Title: "your client against the local pool"}
 	if o.Scenario != nil {
-		sc = o.Scenario.Effective(stacks.TargetLocal)
+		sc, _ = t.Resolve(o.Scenario)
 		sc.Title = "your client, " + o.Scenario.Name + "'s knobs"
 	}
 	if err := t.Apply(ctx, sc); err != nil {
 		return nil, err
 	}
 	info, _ := t.Info(ctx)
-	pods, _ := t.Pods(ctx, target.Gateway)
+	pods, _ := t.Pods(ctx, gateway.Gateway)
 	vip := "http://" + t.Pool.VIP()
 	if t.Pool.Config().TLS {
 		vip = "https://" + t.Pool.VIP()
@@ -88,7 +89,7 @@ func Serve(ctx context.Context, o ServeOptions) (*Summary, error) {
 	if n, err := stats.Discover(append(pre, post...), "httpbin"); err == nil {
 		names = n
 	}
-	in := analysis.Input{Scenario: sc, Target: stacks.TargetLocal, TargetDepartures: info.Departures, Window: window, Peaks: smp.peaks,
+	in := analysis.Input{Scenario: scenarioInput(sc), Departures: info.Departures, Window: window, Peaks: smp.peaks,
 		ClosedDuringLoad: smp.closedDuringLoad()}
 	for i := range pods {
 		in.Pre = append(in.Pre, stats.Extract(pre[i], names))
@@ -101,7 +102,7 @@ func Serve(ctx context.Context, o ServeOptions) (*Summary, error) {
 	var ew errs
 	writeScenarioResults(filepath.Join(dir, "serve"), res, &in, &ew)
 	ew.add(writeFile(filepath.Join(dir, "serve", "timeseries.csv"), smp.csv()))
-	sum := &Summary{Target: stacks.TargetLocal, Pods: info.Pods, Concurrency: info.Concurrency, Repeat: 1,
+	sum := &Summary{Target: info.Name, Pods: info.Pods, Concurrency: info.Concurrency, Repeat: 1,
 		Started: start.UTC(), Finished: time.Now().UTC(), Complete: true, Info: info, Names: names,
 		Order: []string{"serve"}, Scenarios: map[string]*analysis.Result{"serve": res},
 		Hypotheses: map[string]analysis.Verdict{}, Dir: dir}
@@ -159,7 +160,7 @@ func Classify(o emulator.Observation, k stacks.Knobs, refused, protocolErrors fl
 	return append(out, ga)
 }
 
-func writeLive(w io.Writer, tty bool, pods []target.Pod, l Live, o emulator.Observation) {
+func writeLive(w io.Writer, tty bool, pods []gateway.Pod, l Live, o emulator.Observation) {
 	parts := make([]string, 0, len(pods))
 	for i, p := range pods {
 		parts = append(parts, fmt.Sprintf("p%d=%d", i, int(l.Connections[p.Name])))

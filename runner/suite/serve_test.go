@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/runner/gateway/local"
 	"github.com/igwlab/igwlab/runner/load"
-	"github.com/igwlab/igwlab/runner/target"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -36,7 +36,7 @@ func TestServeClassifiesClients(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			l, err := target.NewLocal(emulator.Config{Pods: 3, Workers: 1, WaypointPods: 0})
+			l, err := local.NewLocal(emulator.Config{Pods: 3, Workers: 1, WaypointPods: 0})
 			if err != nil {
 				t.Fatal(err)
 			}

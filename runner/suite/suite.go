@@ -17,16 +17,15 @@ import (
 	"time"
 
 	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/report"
 	"github.com/igwlab/igwlab/runner/stats"
-	"github.com/igwlab/igwlab/runner/target"
 	"github.com/igwlab/igwlab/stacks"
 )
 
 // Options configure a suite run.
 type Options struct {
-	Target     target.Target
-	TargetName string
+	Target     gateway.Target
 	Catalog    *stacks.Catalog
 	Only, Skip []string
 	SkipEval   bool
@@ -50,7 +49,7 @@ type Options struct {
 	ProgressWidth int
 	// ApplyTimeout bounds the wait for knobs to show on every pod.
 	ApplyTimeout time.Duration
-	// AdminTimeout bounds one attempt to read a pod's admin (default target.AdminTimeout).
+	// AdminTimeout bounds one attempt to read a pod's admin (default gateway.AdminTimeout).
 	AdminTimeout time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
@@ -72,7 +71,7 @@ type Summary struct {
 	Finished    time.Time                     `json:"finished"`
 	Complete    bool                          `json:"complete"`
 	Interrupted bool                          `json:"interrupted,omitempty"`
-	Info        target.Info                   `json:"info"`
+	Info        gateway.Info                  `json:"info"`
 	Names       stats.Names                   `json:"names"`
 	Order       []string                      `json:"order"`
 	Scenarios   map[string]*analysis.Result   `json:"scenarios"`
@@ -132,7 +131,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	var plan []time.Duration
 	for _, sc := range selected {
 		for rep := done[sc.Name]; rep < o.Repeat; rep++ {
-			plan = append(plan, r0planned(sc, info.Name, o.Duration))
+			plan = append(plan, r0planned(o.Target, sc, o.Duration))
 		}
 	}
 	r := &run{o: o, info: info, dir: dir, sum: sum, names: sum.Names, prog: newProgress(o.Progress, o.ProgressTTY, o.ProgressWidth, plan)}
@@ -278,7 +277,7 @@ func oneLine(r *analysis.Result) string {
 
 type run struct {
 	o     Options
-	info  target.Info
+	info  gateway.Info
 	dir   string
 	sum   *Summary
 	names stats.Names
@@ -325,8 +324,8 @@ func (r *run) takeWarnings() []string {
 func (r *run) progressf(format string, a ...any) { r.prog.printf(format, a...) }
 
 // r0planned is how long a scenario is expected to take, for the ETA.
-func r0planned(sc *stacks.Scenario, target string, override time.Duration) time.Duration {
-	eff := sc.Effective(target)
+func r0planned(t gateway.Target, sc *stacks.Scenario, override time.Duration) time.Duration {
+	eff, _ := t.Resolve(sc)
 	d := eff.Load.Duration.D()
 	if override > 0 {
 		d = override

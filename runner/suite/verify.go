@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/stats"
-	"github.com/igwlab/igwlab/runner/target"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -35,7 +35,7 @@ func inEffect(dump []byte, k stacks.Knobs, prefix string) ([]string, error) {
 
 // waitInEffect polls every gateway pod's /config_dump until the scenario's knobs show, so the
 // measurement never credits a knob that has not reached the proxies.
-func waitInEffect(ctx context.Context, t target.Target, pods []target.Pod, k stacks.Knobs, prefix string, timeout time.Duration) error {
+func waitInEffect(ctx context.Context, t gateway.Target, pods []gateway.Pod, k stacks.Knobs, prefix string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		var pending []string

@@ -1,4 +1,4 @@
-package target
+package cluster
 
 import (
 	"context"
@@ -12,7 +12,10 @@ import (
 
 	"github.com/igwlab/igwlab/infra"
 	"github.com/igwlab/igwlab/infra/envoyfilter"
+	"github.com/igwlab/igwlab/internal/configkey"
 	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/gateway/local"
 	"github.com/igwlab/igwlab/runner/stack"
 	"github.com/igwlab/igwlab/stacks"
 )
@@ -23,7 +26,7 @@ import (
 // RequestAuthentication and the waypoint from the httpbin Service's labels. It shows the
 // program and the emulator agree on what every scenario means.
 type StackLocal struct {
-	*Local
+	*local.Local
 	Stack     stack.Stack
 	RenderDir string
 	Progress  io.Writer
@@ -53,10 +56,10 @@ func (s *StackLocal) switchStack(ctx context.Context, sc stacks.Scenario) error 
 	if err != nil {
 		return err
 	}
-	if err := s.Stack.SetConfig(ctx, "igwlab:knobs", string(b), false); err != nil {
+	if err := s.Stack.SetConfig(ctx, configkey.Full(configkey.Knobs), string(b), false); err != nil {
 		return err
 	}
-	if err := s.Stack.SetConfig(ctx, "igwlab:scenario", sc.Name, false); err != nil {
+	if err := s.Stack.SetConfig(ctx, configkey.Full(configkey.Scenario), sc.Name, false); err != nil {
 		return err
 	}
 	if _, err := s.Stack.Up(ctx, s.Progress); err != nil {
@@ -110,4 +113,4 @@ func ReadRendered(dir string) (emulator.Setup, error) {
 	return setup, nil
 }
 
-var _ Target = (*StackLocal)(nil)
+var _ gateway.Target = (*StackLocal)(nil)

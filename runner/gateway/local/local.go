@@ -1,4 +1,7 @@
-package target
+// Package local is the emulated gateway pool on loopback as a target: every scenario runs with
+// its local departures (shorter windows, knobs scaled to one emulated worker's capacity), each
+// one shown next to the lab's value.
+package local
 
 import (
 	"context"
@@ -11,9 +14,28 @@ import (
 
 	"github.com/igwlab/igwlab/dashboard"
 	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/load"
 	"github.com/igwlab/igwlab/stacks"
 )
+
+// Kind is the local target's kind.
+const Kind gateway.Kind = "local"
+
+func init() {
+	gateway.Register(gateway.Driver{Kind: Kind, Help: "emulated pool on loopback", Order: 10,
+		Open:    func(_ context.Context, o gateway.Options) (gateway.Target, error) { return NewLocal(o.Pool) },
+		Resolve: Resolve,
+		// The pool drains a replaced listener's connections as they finish: nothing waits.
+		Timing: func(gateway.Options) (gateway.Timing, error) {
+			return gateway.Timing{Workers: 1, Source: "the local pool drains at once"}, nil
+		}})
+}
+
+// Resolve runs a scenario with its local departures, and lists them.
+func Resolve(lab *stacks.Scenario) (stacks.Scenario, []stacks.Departure) {
+	return lab.WithLocal(), lab.Departures()
+}
 
 // Local is the emulated gateway pool on loopback.
 type Local struct {
@@ -27,14 +49,19 @@ func NewLocal(cfg emulator.Config) (*Local, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Local{Pool: p, client: &http.Client{Timeout: AdminTimeout}}, nil
+	return &Local{Pool: p, client: &http.Client{Timeout: gateway.AdminTimeout}}, nil
 }
 
-// Info implements Target.
-func (l *Local) Info(context.Context) (Info, error) {
+// Resolve implements gateway.Target.
+func (l *Local) Resolve(lab *stacks.Scenario) (stacks.Scenario, []stacks.Departure) {
+	return Resolve(lab)
+}
+
+// Info implements gateway.Target.
+func (l *Local) Info(context.Context) (gateway.Info, error) {
 	c := l.Pool.Config()
 	jwt, al := l.Pool.FilterCosts()
-	return Info{Name: stacks.TargetLocal, Pods: c.Pods, Concurrency: c.Workers, Waypoints: c.WaypointPods,
+	return gateway.Info{Name: string(Kind), Pods: c.Pods, Concurrency: c.Workers, Waypoints: c.WaypointPods,
 		Endpoint: l.Pool.VIP(), Details: map[string]any{
 			"service_time_us": c.Model.ServiceTime.Microseconds(), "per_kib_us": c.Model.PerKiB.Microseconds(),
 			"conn_cost_us": c.Model.ConnCost.Microseconds(), "balance": c.Balance, "seed": c.Seed,
@@ -49,7 +76,7 @@ func (l *Local) Info(context.Context) (Info, error) {
 		}}}, nil
 }
 
-// Apply implements Target: the knobs reach every pod at once, as a new listener config does,
+// Apply implements gateway.Target: the knobs reach every pod at once, as a new listener config does,
 // and like the cluster target it returns once the replaced listeners have drained, so that
 // no connection of the previous setup is left when the scenario is measured.
 func (l *Local) Apply(ctx context.Context, sc stacks.Scenario) error {
@@ -58,33 +85,33 @@ func (l *Local) Apply(ctx context.Context, sc stacks.Scenario) error {
 }
 
 // Pods implements Target.
-func (l *Local) Pods(_ context.Context, role string) ([]Pod, error) {
+func (l *Local) Pods(_ context.Context, role string) ([]gateway.Pod, error) {
 	var src []*emulator.Pod
 	switch role {
-	case Gateway:
+	case gateway.Gateway:
 		src = l.Pool.Pods()
-	case Waypoint:
+	case gateway.Waypoint:
 		src = l.Pool.Waypoints()
-	case Ztunnel:
-		var out []Pod
+	case gateway.Ztunnel:
+		var out []gateway.Pod
 		for _, z := range l.Pool.Ztunnels() {
-			out = append(out, Pod{Name: z.Name, Role: Ztunnel, Admin: z.MetricsURL()})
+			out = append(out, gateway.Pod{Name: z.Name, Role: gateway.Ztunnel, Admin: z.MetricsURL()})
 		}
 		return out, nil
 	}
-	out := make([]Pod, 0, len(src))
+	out := make([]gateway.Pod, 0, len(src))
 	for _, p := range src {
-		out = append(out, Pod{Name: p.Name, Role: role, Admin: p.AdminURL()})
+		out = append(out, gateway.Pod{Name: p.Name, Role: role, Admin: p.AdminURL()})
 	}
 	return out, nil
 }
 
 // Admin implements Target.
-func (l *Local) Admin(ctx context.Context, pod Pod, path string) ([]byte, error) {
-	if pod.Role == Ztunnel && strings.HasPrefix(path, "/stats/prometheus") {
+func (l *Local) Admin(ctx context.Context, pod gateway.Pod, path string) ([]byte, error) {
+	if pod.Role == gateway.Ztunnel && strings.HasPrefix(path, "/stats/prometheus") {
 		path = "/metrics" // ztunnel's metrics endpoint
 	}
-	ctx, cancel := context.WithTimeout(ctx, AdminTimeout)
+	ctx, cancel := context.WithTimeout(ctx, gateway.AdminTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pod.Admin+path, nil)
 	if err != nil {
@@ -141,15 +168,15 @@ func (l *Local) Close() error {
 	return nil
 }
 
-var _ Target = (*Local)(nil)
+var _ gateway.Target = (*Local)(nil)
 
 // Disruptions implements Disrupted: pod kills, restarts and stuck workers since a time (knob
 // changes are the scenario's own doing and are left out).
-func (l *Local) Disruptions(since time.Time) []Disruption {
-	var out []Disruption
+func (l *Local) Disruptions(since time.Time) []gateway.Disruption {
+	var out []gateway.Disruption
 	for _, e := range l.Pool.Events() {
 		if e.Kind != "apply" && !e.Time.Before(since) {
-			out = append(out, Disruption{Time: e.Time, Kind: e.Kind, Pod: e.Pod, Detail: e.Detail})
+			out = append(out, gateway.Disruption{Time: e.Time, Kind: e.Kind, Pod: e.Pod, Detail: e.Detail})
 		}
 	}
 	return out

@@ -1,4 +1,4 @@
-package target_test
+package cluster_test
 
 import (
 	"context"
@@ -9,18 +9,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/igwlab/igwlab/runner/target"
-	"github.com/igwlab/igwlab/runner/target/targettest"
+	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/gateway/cluster"
+	"github.com/igwlab/igwlab/runner/gateway/gatewaytest"
 )
 
 // TestClusterDisruptionsFromPodStatus: on a real cluster the target reads disruptions from
 // what Kubernetes records: an Envoy container that restarted, a pod that joined the pool, and
 // a pod of the scenario's start that is no longer ready.
 func TestClusterDisruptionsFromPodStatus(t *testing.T) {
-	k := targettest.NewKube(3, 1)
-	c := target.NewCluster(target.ClusterOptions{Name: "k3d", Kube: k, DrainTimeout: time.Second})
+	k := gatewaytest.NewKube(3, 1)
+	c := cluster.NewCluster(cluster.ClusterOptions{Name: "k3d", Kube: k, DrainTimeout: time.Second})
 	ctx := context.Background()
-	if _, err := c.Pods(ctx, target.Gateway); err != nil { // the scenario's start
+	if _, err := c.Pods(ctx, gateway.Gateway); err != nil { // the scenario's start
 		t.Fatal(err)
 	}
 	since := time.Now().Add(-time.Second)
@@ -41,7 +42,7 @@ func TestClusterDisruptionsFromPodStatus(t *testing.T) {
 	if err := pods.Delete(ctx, "istio-ingressgateway-7c9d-b", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	fresh := targettest.ReadyPod("istio-ingress", "istio-ingressgateway-7c9d-n", map[string]string{"istio": "ingressgateway"})
+	fresh := gatewaytest.ReadyPod("istio-ingress", "istio-ingressgateway-7c9d-n", map[string]string{"istio": "ingressgateway"})
 	fresh.CreationTimestamp = metav1.NewTime(time.Now())
 	if _, err := pods.Create(ctx, fresh, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -1,8 +1,12 @@
-package cli
+package app
 
 import (
-	"flag"
+	"regexp"
+	"strings"
+
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/igwlab/igwlab/runner/emulator"
 )
@@ -22,7 +26,7 @@ type poolFlags struct {
 	tls                                              bool
 }
 
-func (p *poolFlags) register(fs *flag.FlagSet) {
+func (p *poolFlags) register(fs *pflag.FlagSet) {
 	d := emulator.DefaultModel
 	fs.IntVar(&p.pods, "pods", 6, "gateway pods (1..64)")
 	fs.IntVar(&p.concurrency, "concurrency", 1, "Envoy workers per gateway pod (1..64)")
@@ -52,23 +56,23 @@ func (p *poolFlags) config() (emulator.Config, error) {
 		{"--waypoint-pods", p.waypointPods, 0, 32}, {"--waypoint-concurrency", p.waypointWorkers, 1, 64},
 	} {
 		if f.v < f.lo || f.v > f.hi {
-			return c, usagef("%s %d: allowed %d..%d", f.flag, f.v, f.lo, f.hi)
+			return c, Usagef("%s %d: allowed %d..%d", f.flag, f.v, f.lo, f.hi)
 		}
 	}
 	if p.serviceTime <= 0 || p.serviceTime > time.Second {
-		return c, usagef("--service-time %s: allowed (0, 1s]", p.serviceTime)
+		return c, Usagef("--service-time %s: allowed (0, 1s]", p.serviceTime)
 	}
 	if p.perKiB < 0 || p.perKiB > time.Second {
-		return c, usagef("--per-kib %s: allowed 0..1s", p.perKiB)
+		return c, Usagef("--per-kib %s: allowed 0..1s", p.perKiB)
 	}
 	if p.connCost < 0 || p.connCost > time.Second {
-		return c, usagef("--conn-cost %s: allowed 0..1s", p.connCost)
+		return c, Usagef("--conn-cost %s: allowed 0..1s", p.connCost)
 	}
 	if p.drainTime <= 0 || p.drainTime > time.Hour {
-		return c, usagef("--drain-time %s: allowed (0, 1h]", p.drainTime)
+		return c, Usagef("--drain-time %s: allowed (0, 1h]", p.drainTime)
 	}
 	if p.codec != emulator.CodecOghttp2 && p.codec != emulator.CodecNghttp2 {
-		return c, usagef("--http2-codec %q: allowed %s (Envoy 1.35's default), %s", p.codec, emulator.CodecOghttp2, emulator.CodecNghttp2)
+		return c, Usagef("--http2-codec %q: allowed %s (Envoy 1.35's default), %s", p.codec, emulator.CodecOghttp2, emulator.CodecNghttp2)
 	}
 	if err := c.Check(); err != nil {
 		return c, UsageError{err}
@@ -76,7 +80,54 @@ func (p *poolFlags) config() (emulator.Config, error) {
 	switch p.balance {
 	case emulator.BalanceRandom, emulator.BalanceRoundRobin, emulator.BalanceSourceHash:
 	default:
-		return c, usagef("--balance %q: allowed random, round-robin, source-hash", p.balance)
+		return c, Usagef("--balance %q: allowed random, round-robin, source-hash", p.balance)
 	}
 	return c, nil
+}
+
+// StackFlags select the Pulumi stack of the real lab: its targets and commands take them.
+type StackFlags struct {
+	Name       string
+	Inline     bool
+	InlineDir  string
+	Kubeconfig string
+	Context    string
+}
+
+// Register adds the flags to fs.
+func (s *StackFlags) Register(fs *pflag.FlagSet) {
+	fs.StringVar(&s.Name, "stack", "lab", "Pulumi stack of the lab (its config is Pulumi.<stack>.yaml)")
+	fs.BoolVar(&s.Inline, "inline", false, "run the Pulumi program in this process instead of through Pulumi.yaml (no language host needed)")
+	fs.StringVar(&s.InlineDir, "inline-dir", "", "with --inline: keep the stack's workspace and config here between runs")
+	fs.StringVar(&s.Kubeconfig, "kubeconfig", "", "kubeconfig of a cluster the stack does not create (default: the stack's igwlab:kubeconfig, then $KUBECONFIG)")
+	fs.StringVar(&s.Context, "context", "", "kube context of a cluster the stack does not create (default: the stack's igwlab:kubeContext)")
+}
+
+// stackName is what Pulumi takes as a stack name: [org/[project/]]name.
+var stackName = regexp.MustCompile(`^([A-Za-z0-9_.-]+/){0,2}[A-Za-z0-9_.-]{1,100}$`)
+
+// Check rejects stack flags that would otherwise reach Pulumi (and create a workspace folder)
+// before failing, or be ignored in silence.
+func (s *StackFlags) Check() error {
+	if !stackName.MatchString(s.Name) {
+		return Usagef("--stack %q: allowed a Pulumi stack name: letters, digits, -, _ and ., at most 100 (optionally org/project/name)", s.Name)
+	}
+	if s.InlineDir != "" && !s.Inline {
+		return Usagef("--inline-dir %s: allowed only with --inline (without it the stack's config is Pulumi.%s.yaml)", s.InlineDir, s.Name)
+	}
+	return nil
+}
+
+// listFlag is a comma-separated list.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Type() string   { return "list" }
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package target_test
+package cluster_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/igwlab/igwlab/runner/target"
-	"github.com/igwlab/igwlab/runner/target/targettest"
+	"github.com/igwlab/igwlab/runner/gateway/cluster"
+	"github.com/igwlab/igwlab/runner/gateway/gatewaytest"
 )
 
 // TestDrainTimeoutFollowsTheStack: the wait for drained listeners after a switch is the
@@ -19,17 +19,17 @@ func TestDrainTimeoutFollowsTheStack(t *testing.T) {
 		want   time.Duration
 		err    string
 	}{
-		{"", 5*time.Second + target.DrainMargin, ""},
-		{"45s", 45*time.Second + target.DrainMargin, ""},
-		{"2m", 2*time.Minute + target.DrainMargin, ""},
+		{"", 5*time.Second + cluster.DrainMargin, ""},
+		{"45s", 45*time.Second + cluster.DrainMargin, ""},
+		{"2m", 2*time.Minute + cluster.DrainMargin, ""},
 		{"1500ms", 0, `igwlab:gatewayDrainDuration = "1500ms": allowed whole seconds`},
 	}
 	for _, c := range cases {
-		st := &targettest.Stack{Config: map[string]string{}}
+		st := &gatewaytest.Stack{Config: map[string]string{}}
 		if c.config != "" {
 			st.Config["igwlab:gatewayDrainDuration"] = c.config
 		}
-		got, err := target.DrainTimeout(context.Background(), st)
+		got, err := cluster.DrainTimeout(context.Background(), st)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%q: err %v, want %q", c.config, err, c.err)

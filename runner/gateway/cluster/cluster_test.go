@@ -1,4 +1,4 @@
-package target_test
+package cluster_test
 
 import (
 	"context"
@@ -6,16 +6,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/igwlab/igwlab/runner/gateway/cluster"
+	"github.com/igwlab/igwlab/runner/gateway/gatewaytest"
 	"github.com/igwlab/igwlab/runner/load"
-	"github.com/igwlab/igwlab/runner/target"
-	"github.com/igwlab/igwlab/runner/target/targettest"
 	"github.com/igwlab/igwlab/stacks"
 )
 
 func TestClusterTargetInfoPodsAndApply(t *testing.T) {
-	k := targettest.NewKube(6, 2)
-	st := &targettest.Stack{KubeRef: k, Config: map[string]string{"igwlab:knobs": `{"hcm.drain_timeout":"1s"}`}}
-	c := target.NewCluster(target.ClusterOptions{Name: "k3d", Kube: k, Stack: st, DrainTimeout: 10 * time.Second})
+	k := gatewaytest.NewKube(6, 2)
+	st := &gatewaytest.Stack{KubeRef: k, Config: map[string]string{"igwlab:knobs": `{"hcm.drain_timeout":"1s"}`}}
+	c := cluster.NewCluster(cluster.ClusterOptions{Name: "k3d", Kube: k, Stack: st, DrainTimeout: 10 * time.Second})
 	ctx := context.Background()
 	info, err := c.Info(ctx)
 	if err != nil {
@@ -43,8 +43,8 @@ func TestClusterTargetInfoPodsAndApply(t *testing.T) {
 }
 
 func TestClusterTargetRunsClientsInTheCluster(t *testing.T) {
-	k := targettest.NewKube(3, 1)
-	c := target.NewCluster(target.ClusterOptions{Name: "existing", Kube: k, Stack: &targettest.Stack{KubeRef: k, Config: map[string]string{}}})
+	k := gatewaytest.NewKube(3, 1)
+	c := cluster.NewCluster(cluster.ClusterOptions{Name: "existing", Kube: k, Stack: &gatewaytest.Stack{KubeRef: k, Config: map[string]string{}}})
 	spec := load.Spec{Kind: "h2dial", Mode: "shared", Concurrency: 500, Path: "/bytes/16384", Duration: time.Minute,
 		Headers: map[string]string{"Authorization": "Bearer x"}}
 	r, err := c.Load(context.Background(), spec)
@@ -71,7 +71,7 @@ func TestClusterTargetRunsClientsInTheCluster(t *testing.T) {
 		t.Fatalf("ghz: %v %+v", err, g)
 	}
 	args := strings.Join(k.Jobs[0].Spec.Template.Spec.Containers[0].Args, " ")
-	if !strings.Contains(args, "--connections=1") || !strings.Contains(args, "--concurrency=500") || !strings.HasSuffix(args, target.ServiceAddr) {
+	if !strings.Contains(args, "--connections=1") || !strings.Contains(args, "--concurrency=500") || !strings.HasSuffix(args, cluster.ServiceAddr) {
 		t.Fatalf("ghz args %s", args)
 	}
 }

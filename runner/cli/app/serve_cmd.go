@@ -1,4 +1,4 @@
-package cli
+package app
 
 import (
 	"context"
@@ -9,68 +9,73 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/igwlab/igwlab/dashboard"
 	"github.com/igwlab/igwlab/runner/atomicfile"
+	"github.com/igwlab/igwlab/runner/gateway/local"
 	"github.com/igwlab/igwlab/runner/suite"
-	"github.com/igwlab/igwlab/runner/target"
 	"github.com/igwlab/igwlab/stacks"
 )
 
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", stderr)
+func (e *Env) serveCmd() *cobra.Command {
+	return e.flagCommand("serve", "keep the local gateway pool up for your own client; report what it did on Ctrl-C", serveFlags)
+}
+
+func serveFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout, stderr io.Writer) error {
 	var pf poolFlags
 	scenario := fs.String("scenario", "", "scenario whose knobs the pool runs with (default: Envoy's defaults)")
 	port := fs.Int("port", 0, "port of the gateway VIP on 127.0.0.1 (0 picks a free one)")
 	out := fs.String("out", "results", "results root; serve writes <out>/<UTC timestamp>-serve/")
 	catalogDir := fs.String("catalog", "", "also load the scenario files in this folder")
-	quiet := fs.Bool("q", false, "no live table on stderr")
+	quiet := fs.BoolP("q", "q", false, "no live table on stderr")
 	promConfig := fs.String("prometheus-config", "", "write a Prometheus scrape config for the running pool to this file")
 	pf.register(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	cfg, err := pf.config()
-	if err != nil {
-		return err
-	}
-	if *port < 0 || *port > 65535 {
-		return usagef("--port %d: allowed 0..65535 (0 picks a free port)", *port)
-	}
-	cfg.VIPPort = *port
-	if err := cfg.Check(); err != nil {
-		return UsageError{err}
-	}
-	var sc *stacks.Scenario
-	if *scenario != "" {
-		cat, err := loadCatalog(*catalogDir)
+	return func(ctx context.Context, stdout, stderr io.Writer) error {
+		cfg, err := pf.config()
 		if err != nil {
 			return err
 		}
-		if sc, err = cat.MustGet(*scenario); err != nil {
-			return UsageError{fmt.Errorf("--scenario: %w", err)}
+		if *port < 0 || *port > 65535 {
+			return Usagef("--port %d: allowed 0..65535 (0 picks a free port)", *port)
 		}
-	}
-	l, err := target.NewLocal(cfg)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	if *promConfig != "" {
-		if err := writePromConfig(*promConfig, l, stdout); err != nil {
+		cfg.VIPPort = *port
+		if err := cfg.Check(); err != nil {
+			return UsageError{err}
+		}
+		var sc *stacks.Scenario
+		if *scenario != "" {
+			cat, err := loadCatalog(*catalogDir)
+			if err != nil {
+				return err
+			}
+			if sc, err = cat.MustGet(*scenario); err != nil {
+				return UsageError{fmt.Errorf("--scenario: %w", err)}
+			}
+		}
+		l, err := local.NewLocal(cfg)
+		if err != nil {
 			return err
 		}
+		defer l.Close()
+		if *promConfig != "" {
+			if err := writePromConfig(*promConfig, l, stdout); err != nil {
+				return err
+			}
+		}
+		o := suite.ServeOptions{Local: l, Scenario: sc, OutDir: *out, Out: stdout}
+		if !*quiet {
+			o.Live, o.LiveTTY = stderr, isTerminal(stderr)
+		}
+		_, err = suite.Serve(ctx, o)
+		return err
 	}
-	o := suite.ServeOptions{Local: l, Scenario: sc, OutDir: *out, Out: stdout}
-	if !*quiet {
-		o.Live, o.LiveTTY = stderr, isTerminal(stderr)
-	}
-	_, err = suite.Serve(ctx, o)
-	return err
 }
 
 // writePromConfig writes a scrape config for the pool and says how to point Prometheus and the
 // dashboard at it.
-func writePromConfig(path string, l *target.Local, stdout io.Writer) error {
+func writePromConfig(path string, l *local.Local, stdout io.Writer) error {
 	cfg, err := dashboard.ScrapeConfig(time.Second, l.ScrapeTargets())
 	if err != nil {
 		return err
@@ -101,4 +106,12 @@ func termWidth(w io.Writer) int {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// flagCommand makes a command whose flags bind binds; the function it returns runs it.
+func (e *Env) flagCommand(use, short string, bind func(fs *pflag.FlagSet) func(ctx context.Context, stdout, stderr io.Writer) error) *cobra.Command {
+	var run func(ctx context.Context, stdout, stderr io.Writer) error
+	c := Command(use, short, func(cmd *cobra.Command) error { return run(cmd.Context(), e.Stdout, e.Stderr) })
+	run = bind(c.Flags())
+	return c
 }

@@ -1,4 +1,4 @@
-package target
+package cluster
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 
 	"github.com/igwlab/igwlab/h2dial"
 	"github.com/igwlab/igwlab/infra"
+	"github.com/igwlab/igwlab/internal/configkey"
+	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/jwt"
 	"github.com/igwlab/igwlab/runner/load"
 	"github.com/igwlab/igwlab/runner/stack"
@@ -25,15 +27,12 @@ import (
 // AdminPort is Envoy's admin port inside Istio's proxies (localhost only; reached by port-forward).
 const AdminPort = 15000
 
-// Pod selectors of the lab's cluster.
+// gateway.Pod selectors of the lab's cluster.
 var selectors = map[string]struct{ ns, sel string }{
-	Gateway:  {infra.GatewayNamespace, "istio=ingressgateway"},
-	Waypoint: {infra.BackendNamespace, "gateway.networking.k8s.io/gateway-name=" + infra.WaypointName},
-	Ztunnel:  {infra.IstioNamespace, "app=ztunnel"},
+	gateway.Gateway:  {infra.GatewayNamespace, "istio=ingressgateway"},
+	gateway.Waypoint: {infra.BackendNamespace, "gateway.networking.k8s.io/gateway-name=" + infra.WaypointName},
+	gateway.Ztunnel:  {infra.IstioNamespace, "app=ztunnel"},
 }
-
-// Ztunnel is the role of ambient's node proxies (their metrics are on :15020/metrics).
-const Ztunnel = "ztunnel"
 
 // ServiceAddr is the gateway Service as the load generators reach it.
 var ServiceAddr = "istio-ingressgateway." + infra.GatewayNamespace + ".svc.cluster.local:80"
@@ -62,7 +61,7 @@ const DrainMargin = 30 * time.Second
 // unset; Envoy keeps a replaced listener exactly that long) plus DrainMargin.
 func DrainTimeout(ctx context.Context, st stack.Stack) (time.Duration, error) {
 	d := infra.Defaults.GatewayDrainDuration
-	raw, ok, err := st.GetConfig(ctx, "igwlab:gatewayDrainDuration")
+	raw, ok, err := st.GetConfig(ctx, configkey.Full(configkey.GatewayDrainDuration))
 	if err != nil {
 		return 0, err
 	}
@@ -93,20 +92,20 @@ func NewCluster(o ClusterOptions) *Cluster {
 	return &Cluster{o: o}
 }
 
-var _ Target = (*Cluster)(nil)
+var _ gateway.Target = (*Cluster)(nil)
 
-// Info implements Target: the pool's size and the workers per pod, read from Envoy itself.
-func (c *Cluster) Info(ctx context.Context) (Info, error) {
-	pods, err := c.Pods(ctx, Gateway)
+// Info implements gateway.Target: the pool's size and the workers per pod, read from Envoy itself.
+func (c *Cluster) Info(ctx context.Context) (gateway.Info, error) {
+	pods, err := c.Pods(ctx, gateway.Gateway)
 	if err != nil {
-		return Info{}, err
+		return gateway.Info{}, err
 	}
 	if len(pods) == 0 {
-		return Info{}, fmt.Errorf("no ready gateway pod (%s in %s): is the lab up? (pulumi up -s lab)", selectors[Gateway].sel, selectors[Gateway].ns)
+		return gateway.Info{}, fmt.Errorf("no ready gateway pod (%s in %s): is the lab up? (pulumi up -s lab)", selectors[gateway.Gateway].sel, selectors[gateway.Gateway].ns)
 	}
 	raw, err := c.Admin(ctx, pods[0], "/server_info")
 	if err != nil {
-		return Info{}, err
+		return gateway.Info{}, err
 	}
 	var si struct {
 		Options struct {
@@ -115,14 +114,14 @@ func (c *Cluster) Info(ctx context.Context) (Info, error) {
 		Version string `json:"version"`
 	}
 	if err := json.Unmarshal(raw, &si); err != nil {
-		return Info{}, fmt.Errorf("server_info of %s: %w", pods[0].Name, err)
+		return gateway.Info{}, fmt.Errorf("server_info of %s: %w", pods[0].Name, err)
 	}
-	wp, _ := c.Pods(ctx, Waypoint)
-	return Info{Name: c.o.Name, Pods: len(pods), Concurrency: si.Options.Concurrency, Waypoints: len(wp),
+	wp, _ := c.Pods(ctx, gateway.Waypoint)
+	return gateway.Info{Name: c.o.Name, Pods: len(pods), Concurrency: si.Options.Concurrency, Waypoints: len(wp),
 		Endpoint: ServiceAddr, Details: map[string]any{"envoy": si.Version}}, nil
 }
 
-// Apply implements Target: set the stack's scenario, `pulumi up`, then wait until the listeners
+// Apply implements gateway.Target: set the stack's scenario, `pulumi up`, then wait until the listeners
 // the change replaced have drained, so the redial they cause is not credited to the knob.
 func (c *Cluster) Apply(ctx context.Context, sc stacks.Scenario) error {
 	if c.o.Stack == nil {
@@ -144,16 +143,16 @@ func (c *Cluster) switchStack(ctx context.Context, sc stacks.Scenario) error {
 			return err
 		}
 	}
-	if _, set, _ := c.o.Stack.GetConfig(ctx, "igwlab:knobs"); set {
+	if _, set, _ := c.o.Stack.GetConfig(ctx, configkey.Full(configkey.Knobs)); set {
 		// A suite runs the catalog's knobs; an override would make every verdict about something else.
-		if err := c.o.Stack.RemoveConfig(ctx, "igwlab:knobs"); err != nil {
+		if err := c.o.Stack.RemoveConfig(ctx, configkey.Full(configkey.Knobs)); err != nil {
 			return err
 		}
 		if c.o.Progress != nil {
 			fmt.Fprintln(c.o.Progress, "removed the stack's igwlab:knobs override: a suite runs the catalog's knobs")
 		}
 	}
-	if err := c.o.Stack.SetConfig(ctx, "igwlab:scenario", sc.Name, false); err != nil {
+	if err := c.o.Stack.SetConfig(ctx, configkey.Full(configkey.Scenario), sc.Name, false); err != nil {
 		return err
 	}
 	if _, err := c.o.Stack.Up(ctx, c.o.Progress); err != nil {
@@ -172,7 +171,7 @@ const drainingFilter = `^listener_manager\.total_(listeners|filter_chains)_drain
 func (c *Cluster) waitDrained(ctx context.Context) error {
 	deadline := time.Now().Add(c.o.DrainTimeout)
 	for {
-		pods, err := c.Pods(ctx, Gateway)
+		pods, err := c.Pods(ctx, gateway.Gateway)
 		if err != nil {
 			return err
 		}
@@ -218,7 +217,7 @@ func (c *Cluster) ensureJWTKey(ctx context.Context) error {
 	if c.key != nil {
 		return nil
 	}
-	pemText, ok, err := c.o.Stack.GetConfig(ctx, "igwlab:jwtKey")
+	pemText, ok, err := c.o.Stack.GetConfig(ctx, configkey.Full(configkey.JWTKey))
 	if err != nil {
 		return err
 	}
@@ -230,15 +229,15 @@ func (c *Cluster) ensureJWTKey(ctx context.Context) error {
 		if c.key, err = jwt.Generate("igwlab"); err != nil {
 			return err
 		}
-		if err := c.o.Stack.SetConfig(ctx, "igwlab:jwtKey", c.key.PEM(), true); err != nil {
+		if err := c.o.Stack.SetConfig(ctx, configkey.Full(configkey.JWTKey), c.key.PEM(), true); err != nil {
 			return err
 		}
 	}
-	return c.o.Stack.SetConfig(ctx, "igwlab:jwks", c.key.JWKS(), false)
+	return c.o.Stack.SetConfig(ctx, configkey.Full(configkey.JWKS), c.key.JWKS(), false)
 }
 
 // Pods implements Target.
-func (c *Cluster) Pods(ctx context.Context, role string) ([]Pod, error) {
+func (c *Cluster) Pods(ctx context.Context, role string) ([]gateway.Pod, error) {
 	s, ok := selectors[role]
 	if !ok {
 		return nil, fmt.Errorf("no pods of role %q", role)
@@ -247,33 +246,33 @@ func (c *Cluster) Pods(ctx context.Context, role string) ([]Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Pod, 0, len(pods))
+	out := make([]gateway.Pod, 0, len(pods))
 	for _, p := range pods {
-		out = append(out, Pod{Name: p.Name, Role: role, Namespace: p.Namespace,
+		out = append(out, gateway.Pod{Name: p.Name, Role: role, Namespace: p.Namespace,
 			Admin: fmt.Sprintf("pod/%s/%s:%d", p.Namespace, p.Name, adminPort(role))})
 	}
-	if role == Gateway {
+	if role == gateway.Gateway {
 		c.seen.set(out)
 	}
 	return out, nil
 }
 
 func adminPort(role string) int {
-	if role == Ztunnel {
+	if role == gateway.Ztunnel {
 		return 15020
 	}
 	return AdminPort
 }
 
 // Admin implements Target.
-func (c *Cluster) Admin(ctx context.Context, p Pod, path string) ([]byte, error) {
-	if p.Role == Ztunnel && strings.HasPrefix(path, "/stats/prometheus") {
+func (c *Cluster) Admin(ctx context.Context, p gateway.Pod, path string) ([]byte, error) {
+	if p.Role == gateway.Ztunnel && strings.HasPrefix(path, "/stats/prometheus") {
 		path = "/metrics"
 	}
 	return c.o.Kube.Get(ctx, p.Namespace, p.Name, adminPort(p.Role), path)
 }
 
-// Load implements Target: h2dial and fortio run in their pods in the loadgen namespace, ghz as
+// Load implements gateway.Target: h2dial and fortio run in their pods in the loadgen namespace, ghz as
 // a Job; each writes JSON that is read back into the same Result as on the local target.
 func (c *Cluster) Load(ctx context.Context, spec load.Spec) (*load.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, spec.Duration+3*time.Minute)

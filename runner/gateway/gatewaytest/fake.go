@@ -1,7 +1,7 @@
-// Package targettest has fakes of a real lab for tests: Envoy admins that answer with Istio's
+// Package gatewaytest has fakes of a real lab for tests: Envoy admins that answer with Istio's
 // naming, a Kubernetes with ready and unready pods and load generators, and a Pulumi stack
 // whose up pushes the scenario's EnvoyFilter to every Envoy.
-package targettest
+package gatewaytest
 
 import (
 	"context"
@@ -18,8 +18,9 @@ import (
 
 	"github.com/igwlab/igwlab/h2dial"
 	"github.com/igwlab/igwlab/infra/envoyfilter"
+	"github.com/igwlab/igwlab/internal/configkey"
+	"github.com/igwlab/igwlab/runner/gateway/cluster"
 	"github.com/igwlab/igwlab/runner/stack"
-	"github.com/igwlab/igwlab/runner/target"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -125,14 +126,14 @@ func (k *Kube) Pods(ctx context.Context, ns, sel string) ([]corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	return target.ReadyPods(list.Items), nil
+	return cluster.ReadyPods(list.Items), nil
 }
 
 func (k *Kube) Get(_ context.Context, ns, pod string, port int, path string) ([]byte, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	e := k.EnvoyByPod[pod]
-	if e == nil || port != target.AdminPort {
+	if e == nil || port != cluster.AdminPort {
 		return nil, fmt.Errorf("no admin at %s/%s:%d", ns, pod, port)
 	}
 	switch {
@@ -205,12 +206,12 @@ func (s *Stack) Up(ctx context.Context, _ io.Writer) (map[string]any, error) {
 		return nil, fmt.Errorf("update canceled: %w", ctx.Err())
 	}
 	cat, _ := stacks.Builtin()
-	sc, err := cat.MustGet(s.Config["igwlab:scenario"])
+	sc, err := cat.MustGet(s.Config[configkey.Full(configkey.Scenario)])
 	if err != nil {
 		return nil, err
 	}
 	s.Ups = append(s.Ups, sc.Name)
-	spec := envoyfilter.Spec(sc.Effective("k3d"), envoyfilter.DefaultTarget)
+	spec := envoyfilter.Spec(sc.Lab(), envoyfilter.DefaultTarget)
 	s.KubeRef.mu.Lock()
 	for _, e := range s.KubeRef.EnvoyByPod {
 		e.spec, e.Draining = spec, 1

@@ -1,4 +1,4 @@
-package target
+package cluster
 
 import (
 	"bytes"
@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
+
+	"github.com/igwlab/igwlab/runner/gateway"
 )
 
 // Kube is what the cluster target needs from Kubernetes: its pods, an HTTP GET on a pod's
@@ -102,7 +104,7 @@ func (k *KubeClient) Get(ctx context.Context, ns, pod string, port int, path str
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, AdminTimeout)
+	ctx, cancel := context.WithTimeout(ctx, gateway.AdminTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", local, path), nil)
 	if err != nil {

@@ -1,11 +1,13 @@
-// Package target is the seam between the runner and what it measures. A Target puts a
-// scenario in force on a gateway pool, lists its pods, reads each pod's Envoy admin, and runs
-// the scenario's client against it. Everything after reading the stats is one code path for
-// every target.
-package target
+// Package gateway is the seam between the runner and the gateway pool it measures. A Target
+// resolves a scenario for itself, puts it in force on the pool, lists its pods, reads each
+// pod's Envoy admin, and runs the scenario's client against it. Everything after reading the
+// stats is one code path for every target. Each kind of target lives in a package of its own
+// (local, cluster) and registers a Driver; Open starts one by kind.
+package gateway
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/igwlab/igwlab/runner/load"
@@ -16,6 +18,8 @@ import (
 const (
 	Gateway  = "gateway"
 	Waypoint = "waypoint"
+	// Ztunnel is the role of ambient's node proxies (their metrics are on :15020/metrics).
+	Ztunnel = "ztunnel"
 )
 
 // Pod names one pod of the target.
@@ -44,6 +48,9 @@ type Info struct {
 type Target interface {
 	// Info describes the pool.
 	Info(ctx context.Context) (Info, error)
+	// Resolve returns a catalog scenario as this target runs it, and where that departs from
+	// the lab's values (each departure is shown next to the lab value in the reports).
+	Resolve(lab *stacks.Scenario) (stacks.Scenario, []stacks.Departure)
 	// Apply puts a scenario (already resolved for this target) in force on every gateway pod.
 	Apply(ctx context.Context, sc stacks.Scenario) error
 	// Pods lists the pods of a role.
@@ -76,3 +83,17 @@ type Disruption struct {
 type Disrupted interface {
 	Disruptions(since time.Time) []Disruption
 }
+
+// InterruptedUpError is a scenario switch (config set, then `pulumi up`) stopped by Ctrl-C. State says what the stack was left
+// in, read back from the stack's state after the CLI stopped.
+type InterruptedUpError struct {
+	Scenario string
+	State    string
+	Err      error
+}
+
+func (e *InterruptedUpError) Error() string {
+	return fmt.Sprintf("switching the stack to %s was interrupted: %s", e.Scenario, e.State)
+}
+
+func (e *InterruptedUpError) Unwrap() error { return e.Err }

@@ -1,4 +1,4 @@
-package target
+package cluster
 
 import (
 	"context"
@@ -7,22 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/stack"
 )
-
-// InterruptedUpError is a scenario switch (config set, then `pulumi up`) stopped by Ctrl-C. State says what the stack was left
-// in, read back from the stack's state after the CLI stopped.
-type InterruptedUpError struct {
-	Scenario string
-	State    string
-	Err      error
-}
-
-func (e *InterruptedUpError) Error() string {
-	return fmt.Sprintf("switching the stack to %s was interrupted: %s", e.Scenario, e.State)
-}
-
-func (e *InterruptedUpError) Unwrap() error { return e.Err }
 
 // upInterrupted checks a stack whose update was cancelled. The Automation API stops the CLI
 // with SIGINT, which lets Pulumi finish the operations in flight and save the state; one that
@@ -56,5 +43,5 @@ func upInterrupted(st stack.Stack, scenario string, err error, progress io.Write
 	if progress != nil {
 		fmt.Fprintf(progress, "stack %s: %s\n", st.Name(), state)
 	}
-	return &InterruptedUpError{Scenario: scenario, State: state, Err: err}
+	return &gateway.InterruptedUpError{Scenario: scenario, State: state, Err: err}
 }
