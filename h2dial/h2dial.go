@@ -11,6 +11,7 @@
 package h2dial
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -75,6 +76,9 @@ type Options struct {
 	ColdStart bool
 	// DialContext replaces the TCP dialer.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// BodyBytes makes every fast request a POST uploading a body of that many bytes (0: GET):
+	// how uploads meet the server's receive windows.
+	BodyBytes int
 }
 
 func (o *Options) check() (*url.URL, error) {
@@ -102,6 +106,9 @@ func (o *Options) check() (*url.URL, error) {
 	}
 	if o.QPS < 0 {
 		return nil, fmt.Errorf("qps %g: must be 0 (closed loop) or positive", o.QPS)
+	}
+	if o.BodyBytes < 0 || o.BodyBytes > 1<<30 {
+		return nil, fmt.Errorf("body bytes %d: allowed 0..1073741824", o.BodyBytes)
 	}
 	if o.SlowURL != "" {
 		if o.Mode != Shared {
@@ -159,6 +166,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer cancel()
 	traceCtx := httptrace.WithClientTrace(runCtx, conns.trace())
 
+	var upload []byte // one buffer of zeros every upload reads from
+	if o.BodyBytes > 0 {
+		upload = make([]byte, o.BodyBytes)
+	}
 	workers := make([]*worker, o.Concurrency)
 	shards := make([]*lockedHist, min(histShards, o.Concurrency))
 	for i := range shards {
@@ -177,7 +188,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			tr = newTransport()
 			defer tr.CloseIdleConnections()
 		}
-		w := &worker{rt: tr, url: o.URL, header: o.Header, timeout: o.Timeout, hist: shards[i%len(shards)]}
+		w := &worker{rt: tr, url: o.URL, header: o.Header, timeout: o.Timeout, hist: shards[i%len(shards)], body: upload}
 		workers[i] = w
 		wg.Add(1)
 		go func() {
@@ -279,6 +290,7 @@ type worker struct {
 	url     string
 	header  http.Header
 	timeout time.Duration
+	body    []byte // the upload of each request, nil for GET
 
 	hist      *lockedHist // shared with other workers: a histogram each would be megabytes of cache misses at 500 workers
 	ok200     int64       // the common status, counted without a map
@@ -294,7 +306,11 @@ func (w *worker) run(ctx context.Context, due <-chan time.Time) {
 	w.status = map[int]int64{}
 	w.errKinds = map[string]int64{}
 	buf := make([]byte, 32<<10)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.url, nil)
+	method := http.MethodGet
+	if w.body != nil {
+		method = http.MethodPost
+	}
+	req, err := http.NewRequestWithContext(ctx, method, w.url, nil)
 	if err != nil {
 		w.errors++
 		w.errKinds[err.Error()]++
@@ -302,6 +318,9 @@ func (w *worker) run(ctx context.Context, due <-chan time.Time) {
 	}
 	for k, v := range w.header {
 		req.Header[k] = v
+	}
+	if w.body != nil {
+		req.Header.Set("Content-Type", "application/octet-stream")
 	}
 	for {
 		var sent time.Time
@@ -331,6 +350,13 @@ func (w *worker) do(ctx context.Context, req *http.Request, sent time.Time, buf 
 		c, cancel := context.WithTimeout(ctx, w.timeout)
 		defer cancel()
 		r = req.WithContext(c)
+	}
+	if w.body != nil {
+		if r == req {
+			r = req.WithContext(req.Context())
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(w.body)), int64(len(w.body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(w.body)), nil }
 	}
 	resp, err := w.rt.RoundTrip(r)
 	if err == nil {

@@ -2,6 +2,7 @@ package h2dial
 
 import (
 	"context"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -148,5 +149,26 @@ func TestHistogramPrecision(t *testing.T) {
 	}
 	if h.Summary().Max != 100 || h.Count() != 100000 {
 		t.Errorf("summary %+v", h.Summary())
+	}
+}
+
+// TestUploads: with BodyBytes every fast request is a POST carrying that many bytes, each one
+// whole, so the server receives requests x bytes.
+func TestUploads(t *testing.T) {
+	var posts, bytesIn atomic.Int64
+	srv := h2cServer(t, 1000, func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		if r.Method == http.MethodPost && n == 100000 && r.ContentLength == 100000 {
+			posts.Add(1)
+		}
+		bytesIn.Add(n)
+		_, _ = w.Write([]byte("ok"))
+	})
+	res, err := Run(context.Background(), Options{URL: srv.URL + "/", Mode: Shared, Concurrency: 4, Duration: 300 * time.Millisecond, BodyBytes: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests == 0 || posts.Load() < res.Requests || bytesIn.Load() < res.Requests*100000 {
+		t.Fatalf("%d requests, server saw %d whole POSTs and %d bytes", res.Requests, posts.Load(), bytesIn.Load())
 	}
 }
