@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/stacks"
 )
 
 // Run is what the plots and the report are made from.
@@ -85,14 +86,20 @@ func Plots(r *Run) ([]Plot, error) {
 	return out, nil
 }
 
+// shades are the colours of the catalog's client shades (stacks.ClientKind.Shade).
+var shades = map[string]color.Color{"dark": blue, "light": lightBlue, "orange": orange}
+
 func clientColor(s *analysis.Result) color.Color {
-	if s.Client == "fortio" {
-		return lightBlue
-	}
-	if s.Client == "grpc" {
-		return orange
+	if k, ok := stacks.LookupClient(s.Client); ok && shades[k.Shade] != nil {
+		return shades[k.Shade]
 	}
 	return blue
+}
+
+// timedFromSend says whether the scenario's client times requests from when it sends them.
+func timedFromSend(s *analysis.Result) bool {
+	k, _ := stacks.LookupClient(s.Client)
+	return k.TimedFromSend
 }
 
 func cvPlot(r *Run) (*Plot, error) {
@@ -209,12 +216,13 @@ func goawayPlot(r *Run) (*Plot, error) {
 		PNG:     png}, err
 }
 
-// p99Plot draws dialing clients (h2dial, gRPC) and fortio on separate scales: fortio's
-// latencies are a hundred times smaller, since it only times requests once it sends them.
+// p99Plot draws clients that time requests from when they were due (h2dial, gRPC) and those
+// that time them from when they send them (fortio) on separate scales: the latter's latencies
+// are a hundred times smaller.
 func p99Plot(r *Run) (*Plot, error) {
 	var dial, fortio []*analysis.Result
 	for _, s := range r.ok() {
-		if s.Client == "fortio" {
+		if timedFromSend(s) {
 			fortio = append(fortio, s)
 		} else {
 			dial = append(dial, s)

@@ -56,7 +56,7 @@ func (a *suiteArgs) register(fs *pflag.FlagSet, lab bool) {
 func (e *Env) suiteCmd() *cobra.Command {
 	a := &suiteArgs{}
 	c := Command("suite", "run scenarios against a target and print the hypothesis evaluation", func(cmd *cobra.Command) error {
-		return e.runSuite(cmd.Context(), a, cmd.Flags().Args())
+		return e.runSuite(cmd.Context(), a, e.Args)
 	})
 	a.register(c.Flags(), e.Lab != nil)
 	return c
@@ -100,10 +100,11 @@ func normalizeFlags(fs *pflag.FlagSet, args []string) []string {
 	return Normalize(c, args)
 }
 
-func (e *Env) runSuite(ctx context.Context, a *suiteArgs, args []string) error {
+// runSuite runs the suite; command is the command line as typed, which the run records so that
+// --resume can take it up again.
+func (e *Env) runSuite(ctx context.Context, a *suiteArgs, command []string) error {
 	stdout, stderr := e.Stdout, e.Stderr
 	var prev *suite.Summary
-	command := append([]string{"suite"}, args...)
 	if a.resume != "" {
 		var err error
 		if a, prev, err = resumeArgs(a, e.Lab != nil); err != nil {

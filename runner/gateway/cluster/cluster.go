@@ -9,12 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"fortio.org/fortio/fhttp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/igwlab/igwlab/h2dial"
 	"github.com/igwlab/igwlab/infra"
 	"github.com/igwlab/igwlab/internal/configkey"
 	"github.com/igwlab/igwlab/runner/gateway"
@@ -46,8 +44,9 @@ type ClusterOptions struct {
 	// DrainTimeout bounds the wait for listeners drained by an EnvoyFilter change (default:
 	// the lab's drain time plus DrainMargin).
 	DrainTimeout time.Duration
-	// GHZImage runs scenario 12's client as a Job.
-	GHZImage string
+	// Images override the images of clients that run as Jobs, by their stack config key
+	// (default: the stack's config, then the lab program's default).
+	Images map[string]string
 	// OnClose runs when the target is closed (it releases the stack's lock).
 	OnClose func()
 }
@@ -85,9 +84,6 @@ type Cluster struct {
 func NewCluster(o ClusterOptions) *Cluster {
 	if o.DrainTimeout == 0 {
 		o.DrainTimeout = infra.Defaults.GatewayDrainDuration + DrainMargin
-	}
-	if o.GHZImage == "" {
-		o.GHZImage = infra.Defaults.Images.GHZ
 	}
 	return &Cluster{o: o}
 }
@@ -272,40 +268,30 @@ func (c *Cluster) Admin(ctx context.Context, p gateway.Pod, path string) ([]byte
 	return c.o.Kube.Get(ctx, p.Namespace, p.Name, adminPort(p.Role), path)
 }
 
-// Load implements gateway.Target: h2dial and fortio run in their pods in the loadgen namespace, ghz as
-// a Job; each writes JSON that is read back into the same Result as on the local target.
+// Load implements gateway.Target: the client runs as its kind says it runs in a cluster (in
+// its pod of the loadgen namespace, or as a Job), and what it prints is read back into the
+// same Result as on the local target.
 func (c *Cluster) Load(ctx context.Context, spec load.Spec) (*load.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, spec.Duration+3*time.Minute)
 	defer cancel()
-	switch spec.Kind {
-	case "h2dial":
-		out, err := c.execIn(ctx, "app=h2dial", "h2dial", append([]string{"/h2dial"}, load.H2dialArgs(spec, ServiceAddr)...))
-		if err != nil {
-			return nil, err
-		}
-		var r h2dial.Result
-		if err := json.Unmarshal(out, &r); err != nil {
-			return nil, fmt.Errorf("reading h2dial's JSON: %w", err)
-		}
-		return load.FromH2dial(&r), nil
-	case "fortio":
-		out, err := c.execIn(ctx, "app=fortio", "fortio", append([]string{"fortio"}, load.FortioArgs(spec, ServiceAddr)...))
-		if err != nil {
-			return nil, err
-		}
-		var r fhttp.HTTPRunnerResults
-		if err := json.Unmarshal(out, &r); err != nil {
-			return nil, fmt.Errorf("reading fortio's JSON: %w", err)
-		}
-		return load.FromFortio(&r, ""), nil
-	case "grpc":
-		out, err := c.o.Kube.RunJob(ctx, ghzJob(c.o.GHZImage, load.GHZArgs(spec, ServiceAddr)))
-		if err != nil {
-			return nil, err
-		}
-		return load.FromGHZ(out)
+	client, err := load.Lookup(spec.Kind)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("unknown client %q", spec.Kind)
+	run := client.InCluster
+	var out []byte
+	switch {
+	case run.Exec != nil:
+		out, err = c.execIn(ctx, run.Exec.Selector, run.Exec.Container, run.Exec.Command(spec, ServiceAddr))
+	case run.Job != nil:
+		out, err = c.o.Kube.RunJob(ctx, loadJob(run.Job.Name, c.image(ctx, run.Job.ImageKey), run.Job.Args(spec, ServiceAddr)))
+	default:
+		return nil, fmt.Errorf("the %s client has no way to run in a cluster", spec.Kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return run.Read(out)
 }
 
 func (c *Cluster) execIn(ctx context.Context, selector, container string, cmd []string) ([]byte, error) {
@@ -320,16 +306,34 @@ func (c *Cluster) execIn(ctx context.Context, selector, container string, cmd []
 	return out, err
 }
 
-func ghzJob(image string, args []string) *batchv1.Job {
+// defaultImages are the lab program's images of the clients that run as Jobs, by config key.
+var defaultImages = map[string]string{configkey.GHZImage: infra.Defaults.Images.GHZ}
+
+// image is the image a Job client runs: set on the target, else in the stack's config, else
+// the program's default.
+func (c *Cluster) image(ctx context.Context, key string) string {
+	if img := c.o.Images[key]; img != "" {
+		return img
+	}
+	if c.o.Stack != nil {
+		if img, ok, _ := c.o.Stack.GetConfig(ctx, configkey.Full(key)); ok && img != "" {
+			return img
+		}
+	}
+	return defaultImages[key]
+}
+
+// loadJob is a Job running one client: name prefixes it, labels it and names its container.
+func loadJob(name, image string, args []string) *batchv1.Job {
 	backoff, ttl := int32(0), int32(600)
 	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "igwlab-ghz-", Namespace: infra.LoadgenNamespace,
-			Labels: map[string]string{"app.kubernetes.io/part-of": "igwlab", "app": "ghz"}},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "igwlab-" + name + "-", Namespace: infra.LoadgenNamespace,
+			Labels: map[string]string{"app.kubernetes.io/part-of": "igwlab", "app": name}},
 		Spec: batchv1.JobSpec{
 			BackoffLimit: &backoff, TTLSecondsAfterFinished: &ttl,
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever,
-				Containers:    []corev1.Container{{Name: "ghz", Image: image, Args: args}},
+				Containers:    []corev1.Container{{Name: name, Image: image, Args: args}},
 			}},
 		},
 	}

@@ -97,8 +97,7 @@ func openOn(ctx context.Context, kind gateway.Kind, o gateway.Options, st stack.
 		kube.Close()
 		return nil, err
 	}
-	ghz, _, _ := st.GetConfig(ctx, configkey.Full(configkey.GHZImage))
-	return NewCluster(ClusterOptions{Name: string(kind), Kube: kube, Stack: st, Progress: o.Progress, GHZImage: ghz,
+	return NewCluster(ClusterOptions{Name: string(kind), Kube: kube, Stack: st, Progress: o.Progress,
 		DrainTimeout: drain, OnClose: release}), nil
 }
 

@@ -1,0 +1,76 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Client is a kind of load client: how it runs in this process against a target address, and
+// how it runs in the lab's cluster. Each kind registers itself from its own file; the catalog's
+// side of it (the fields it takes, how reports draw it) is stacks.ClientKinds.
+type Client struct {
+	// Kind is the scenario's client.kind.
+	Kind string
+	// Run drives the client here, against s.Target.
+	Run func(ctx context.Context, s Spec) (*Result, error)
+	// InCluster is how the client runs in the lab's cluster.
+	InCluster InCluster
+}
+
+// InCluster runs a client in the cluster, in a loadgen pod (Exec) or as a Job of its own
+// (Job), and reads what it printed.
+type InCluster struct {
+	Exec *Exec
+	Job  *Job
+	// Read turns the client's output (JSON) into a Result.
+	Read func(out []byte) (*Result, error)
+}
+
+// Exec runs a command in a running pod of the loadgen namespace.
+type Exec struct {
+	// Selector picks the pod (a label selector), Container its container.
+	Selector, Container string
+	// Command is the command line against target (host:port).
+	Command func(s Spec, target string) []string
+}
+
+// Job runs the client as a Kubernetes Job in the loadgen namespace, one per run.
+type Job struct {
+	// Name prefixes the Job's name and names its container.
+	Name string
+	// ImageKey is the stack config key (see internal/configkey) that sets the Job's image;
+	// unset, the lab program's default for that key is used.
+	ImageKey string
+	// Args are the container's arguments against target (host:port).
+	Args func(s Spec, target string) []string
+}
+
+var (
+	clientsMu sync.Mutex
+	clients   = map[string]Client{}
+)
+
+// Register makes a kind of client available to Run and to the cluster target.
+func Register(c Client) {
+	clientsMu.Lock()
+	defer clientsMu.Unlock()
+	if _, dup := clients[c.Kind]; dup {
+		panic(fmt.Sprintf("load: client %q registered twice", c.Kind))
+	}
+	clients[c.Kind] = c
+}
+
+// Lookup returns the client of a kind.
+func Lookup(kind string) (Client, error) {
+	clientsMu.Lock()
+	defer clientsMu.Unlock()
+	c, ok := clients[kind]
+	if !ok {
+		return Client{}, fmt.Errorf("load: unknown client %q (allowed %s)", kind, strings.Join(slices.Sorted(maps.Keys(clients)), ", "))
+	}
+	return c, nil
+}
