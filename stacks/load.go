@@ -75,6 +75,8 @@ func joinCapped(errs []error) error {
 
 var (
 	namePattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	feedPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 ._-]{0,39}$`)
+	rolePattern   = regexp.MustCompile(`^[a-z][a-z-]{0,31}$`)
 	hypotheses    = []string{"", "H-A", "H-B", "H-C", "H-D", "H-E", "S11", "WAYPOINT", "S12", "S9", "S10", "S8"}
 	jwtModes      = []string{"permissive", "strict"}
 	responseFlags = []string{"DC", "DF", "DI", "DO", "DPE", "FI", "IH", "LH", "LR", "NC", "NFCF", "NR", "OM",
@@ -229,6 +231,19 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 			bad("filters.jwt.issuer", "missing: the issuer the gateway accepts")
 		}
 	}
+	seenFeeds := map[Feed]bool{}
+	for i, f := range s.Feeds {
+		field := fmt.Sprintf("feeds[%d]", i)
+		switch {
+		case !feedPattern.MatchString(f.Call):
+			bad(field+".call", fmt.Sprintf("%q: want the ID of a call of the evaluation (igwlab suite prints them), such as H-A or H-B h2dial", f.Call))
+		case !rolePattern.MatchString(f.Role):
+			bad(field+".role", fmt.Sprintf("%q: want the role the call's check names, in lower-case letters and dashes, such as control", f.Role))
+		case seenFeeds[f]:
+			bad(field, fmt.Sprintf("call %q role %q is listed twice", f.Call, f.Role))
+		}
+		seenFeeds[f] = true
+	}
 	intRange("requires.min_concurrency", s.Requires.MinConcurrency)
 	if s.Control != "" && s.Control == s.Name {
 		bad("control", "a scenario cannot be its own control")
@@ -297,6 +312,7 @@ func load(fsys fs.FS, dir string, external bool) (*Catalog, error) {
 		errs = append(errs, fmt.Errorf("catalog %s holds no scenario files (*.yaml)", dir))
 	}
 	errs = append(errs, cat.checkControls(external)...)
+	errs = append(errs, cat.checkFeeds()...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

@@ -24,6 +24,10 @@ type Scenario struct {
 	Title string `yaml:"title"`
 	// Hypothesis names the hypothesis or check the scenario feeds (H-A .. H-E, S11, WAYPOINT, S12).
 	Hypothesis string `yaml:"hypothesis"`
+	// Feeds are the calls of the evaluation this scenario's run feeds, each in a role the
+	// call's check names (control, capped, rotated...): the checks and the plots ask for roles,
+	// never for scenario names.
+	Feeds []Feed `yaml:"feeds"`
 	// Teaches says, in a sentence or two, what the scenario shows.
 	Teaches string `yaml:"teaches"`
 	// Watch says which numbers show the effect.
@@ -50,10 +54,16 @@ type Scenario struct {
 	File string `yaml:"-"`
 }
 
+// Feed is one call a scenario feeds, and its role in it.
+type Feed struct {
+	Call string `yaml:"call"`
+	Role string `yaml:"role"`
+}
+
 // Client describes the load generator of a scenario.
 type Client struct {
-	// Kind is h2dial (dials new connections at the stream cap), fortio (a fixed pool that
-	// queues) or grpc (one ClientConn, as ghz --connections=1).
+	// Kind is one of ClientKinds: h2dial (dials new connections at the stream cap), fortio (a
+	// fixed pool that queues) or grpc (one ClientConn, as ghz --connections=1).
 	Kind string `yaml:"kind"`
 	// Mode is h2dial's transport layout: shared (one http2.Transport) or distinct (one per worker).
 	Mode string `yaml:"mode"`

@@ -13,6 +13,7 @@ import (
 	"github.com/igwlab/igwlab/runner/load"
 	"github.com/igwlab/igwlab/runner/report"
 	"github.com/igwlab/igwlab/runner/stats"
+	"github.com/igwlab/igwlab/stacks"
 )
 
 // Reanalyze makes a run's calls again from the raw files in its results folder: each
@@ -58,7 +59,11 @@ func Reanalyze(dir string, view func(stats.Snapshot) stats.Snapshot) (map[string
 			runs[name] = append(runs[name], a)
 		}
 	}
-	return runs, analysis.Evaluate(runs, sum.Pods), nil
+	cat, err := stacks.Builtin()
+	if err != nil {
+		return nil, nil, err
+	}
+	return runs, analysis.Evaluate(runs, sum.Pods, cat.Feeds()), nil
 }
 
 func readInput(sdir string, sum Summary, rec *analysis.Result, view func(stats.Snapshot) stats.Snapshot) (*analysis.Input, error) {

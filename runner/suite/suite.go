@@ -223,7 +223,7 @@ func (r *run) evaluate() []analysis.Verdict {
 			runs[name] = []*analysis.Result{res}
 		}
 	}
-	return analysis.Evaluate(runs, r.info.Pods)
+	return analysis.Evaluate(runs, r.info.Pods, r.o.Catalog.Feeds())
 }
 
 // representative picks the run whose CV is the median of the repetitions, so the numbers shown
