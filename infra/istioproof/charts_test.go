@@ -2,10 +2,12 @@ package istioproof
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/chart/loader"
 	"istio.io/istio/pkg/config/mesh"
 )
 
@@ -228,5 +230,31 @@ func TestMisspeltOrMistypedValuesFail(t *testing.T) {
 			}
 			t.Logf("caught: %s", strings.Join(problems, "; "))
 		})
+	}
+}
+
+// TestExtractedChartsAreTheSame checks what istiocharts writes for igwlab:upstreamDir: each
+// chart loads from its folder, as Helm would from `helm pull --untar`, with the release's
+// version and the same templates and default values as the embedded chart.
+func TestExtractedChartsAreTheSame(t *testing.T) {
+	dir := t.TempDir()
+	if err := ExtractCharts(dir, Pinned); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range Names(chartSources) {
+		want, err := LoadChart(name, Pinned)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := loader.Load(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got.Name() != name || got.Metadata.Version != Pinned || got.Metadata.AppVersion != Pinned {
+			t.Errorf("%s: extracted as %s %s (app %s)", name, got.Name(), got.Metadata.Version, got.Metadata.AppVersion)
+		}
+		if len(got.Templates) != len(want.Templates) || compact(got.Values) != compact(want.Values) || string(got.Schema) != string(want.Schema) {
+			t.Errorf("%s: the extracted chart differs from the embedded one", name)
+		}
 	}
 }
