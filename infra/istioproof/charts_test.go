@@ -50,9 +50,9 @@ func TestChartsTakeTheProgramsValues(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("releases in install order %v, want %v", got, want)
 	}
-	istiod := Find(rendered["istiod"], "Deployment", "istiod")
-	if env := compact(istiod); !strings.Contains(env, `"name":"PILOT_ENABLE_AMBIENT","value":"true"`) {
-		t.Errorf("istiod is not in ambient mode (profile ambient): %s", env)
+	env, _ := At(Find(rendered["istiod"], "Deployment", "istiod"), "spec.template.spec.containers")
+	if list, _ := env.([]any); len(list) == 0 || !strings.Contains(compact(list[0].(map[string]any)["env"]), `{"name":"PILOT_ENABLE_AMBIENT","value":"true"}`) {
+		t.Errorf("istiod is not in ambient mode (profile ambient): no PILOT_ENABLE_AMBIENT=true in its environment")
 	}
 	cni, _ := in.Release("cni")
 	ds := compact(Find(rendered["cni"], "DaemonSet", "istio-cni-node"))
