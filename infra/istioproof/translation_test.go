@@ -225,8 +225,8 @@ func TestFilterThatMatchesNothingFails(t *testing.T) {
 	in, efs, _ := loadLab(t)
 	own, ownView := istiosOwn(t)
 	breaks := []struct {
-		name   string
-		break_ func(ef map[string]any)
+		name  string
+		apply func(ef map[string]any)
 	}{
 		{"port 8080 (the old istioctl gateway's targetPort)", func(ef map[string]any) { eachMatch(ef, "listener", "portNumber", 8080) }},
 		{"selector istio: ingress (a gateway released as istio-ingress)", func(ef map[string]any) {
@@ -246,7 +246,7 @@ func TestFilterThatMatchesNothingFails(t *testing.T) {
 		for _, b := range breaks {
 			t.Run(src+"/"+b.name, func(t *testing.T) {
 				broken := Clone(ef)
-				b.break_(broken)
+				b.apply(broken)
 				ls, _ := pushed(t, broken)
 				if !proto.Equal(FindListener(ls, GatewayListener), FindListener(own, GatewayListener)) {
 					t.Errorf("the broken filter still changed the gateway listener")
