@@ -7,6 +7,7 @@ require (
 	google.golang.org/protobuf v1.36.6
 	helm.sh/helm/v3 v3.18.5
 	istio.io/istio v0.0.0-20260403063052-b9159ca3e5d5
+	k8s.io/api v0.33.3
 	k8s.io/cli-runtime v0.33.3
 	sigs.k8s.io/controller-runtime v0.21.0
 	sigs.k8s.io/yaml v1.5.0
@@ -177,7 +178,6 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	istio.io/api v1.27.8 // indirect
 	istio.io/client-go v1.27.8-0.20260228164351-be89f6f65a7b // indirect
-	k8s.io/api v0.33.3 // indirect
 	k8s.io/apiextensions-apiserver v0.33.3 // indirect
 	k8s.io/apimachinery v0.33.3 // indirect
 	k8s.io/apiserver v0.33.3 // indirect
