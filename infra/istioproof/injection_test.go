@@ -12,12 +12,12 @@ import (
 	"istio.io/istio/pkg/kube/inject"
 )
 
-// TestInjectionCarriesWorkerCount runs Istio's sidecar injector, with the injection templates,
+// TestInjectedGatewayCarriesProxyConfig runs Istio's sidecar injector, with the injection templates,
 // values and mesh config the istiod chart renders, on the gateway chart's Deployment, as
 // istiod's webhook does when the pods are created: the gateway template is chosen and the
 // istio-proxy container's PROXY_CONFIG (what istio-agent starts Envoy with) carries the lab's
-// worker count and stats matcher.
-func TestInjectionCarriesWorkerCount(t *testing.T) {
+// worker count, drain time and stats matcher.
+func TestInjectedGatewayCarriesProxyConfig(t *testing.T) {
 	in, _, rendered := loadLab(t)
 	cm := func(name string) map[string]any {
 		o := Find(rendered["istiod"], "ConfigMap", name)
@@ -70,6 +70,7 @@ func TestInjectionCarriesWorkerCount(t *testing.T) {
 	}
 	var got struct {
 		Concurrency       int
+		DrainDuration     string
 		ProxyStatsMatcher struct{ InclusionRegexps []string }
 	}
 	if err := json.Unmarshal([]byte(proxyConfig), &got); err != nil {
@@ -78,8 +79,12 @@ func TestInjectionCarriesWorkerCount(t *testing.T) {
 	if got.Concurrency != int(pc.GetConcurrency().GetValue()) {
 		t.Errorf("the injected proxy runs %d workers, the lab asks for %d", got.Concurrency, pc.GetConcurrency().GetValue())
 	}
+	if want := pc.GetDrainDuration().AsDuration(); got.DrainDuration != want.String() {
+		t.Errorf("the injected proxy drains replaced listeners for %q, the lab asks for %s", got.DrainDuration, want)
+	}
 	if strings.Join(got.ProxyStatsMatcher.InclusionRegexps, " ") != strings.Join(pc.GetProxyStatsMatcher().GetInclusionRegexps(), " ") {
 		t.Errorf("the injected proxy's stats matcher %v, the lab's %v", got.ProxyStatsMatcher.InclusionRegexps, pc.GetProxyStatsMatcher().GetInclusionRegexps())
 	}
-	t.Logf("injected gateway proxy: concurrency %d, %d stats inclusions", got.Concurrency, len(got.ProxyStatsMatcher.InclusionRegexps))
+	t.Logf("injected gateway proxy: concurrency %d, drainDuration %s, %d stats inclusions", got.Concurrency, got.DrainDuration,
+		len(got.ProxyStatsMatcher.InclusionRegexps))
 }

@@ -88,10 +88,7 @@ func TestAPIServerTierWithIstioCharts(t *testing.T) {
 		t.Errorf("EnvoyFilter: %v", err)
 	}
 
-	if err := st.SetConfig(ctx, "igwlab:scenario", "04-mrpc", false); err != nil {
-		t.Fatal(err)
-	}
-	p, err := st.Preview(ctx, nil)
+	p, err := st.Preview(ctx, map[string]string{"igwlab:scenario": "04-mrpc"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +109,7 @@ func TestAPIServerTierWithIstioCharts(t *testing.T) {
 	if err := Run(ctx, []string{"up", "--scenario", "04-mrpc", "--stack", name, "--inline", "--inline-dir", inline}, &out, &errb); err != nil {
 		t.Fatalf("igwlab up --scenario 04-mrpc: %v\n%s", err, errb.String())
 	}
-	if p, err = st.Preview(ctx, nil); err != nil {
+	if p, err = st.Preview(ctx, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Changes) != 1 || p.Changes["same"] == 0 {
