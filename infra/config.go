@@ -60,6 +60,8 @@ type Config struct {
 	// InstallUpstream installs what is fetched from the internet: Helm charts (Istio,
 	// kube-prometheus-stack) and the Gateway API CRDs. Off only where they cannot be reached.
 	InstallUpstream bool
+	// Upstream is where those come from: the internet, or a local folder (igwlab:upstreamDir).
+	Upstream Upstream
 	// BuildImages builds the h2dial image with Docker and imports it into k3d.
 	BuildImages bool
 	// RenderDir, when set, writes manifests there instead of applying them (the Kubernetes
@@ -143,7 +145,7 @@ var configKeys = []string{"apiPort", "buildImages", "cluster", "clusterName", "f
 	"gatewayDrainDuration", "gatewayReplicas", "ghzImage", "grafanaPassword", "grpcbinImage", "h2dialImage", "hostPort", "httpbinImage",
 	"installUpstream", "istioVersion", "jwks", "jwtKey", "k3sImage", "knobs", "kubeContext",
 	"kubePrometheusStackVersion", "kubeconfig", "monitoring", "proxyConcurrency", "renderAllScenarios",
-	"renderDir", "scenario", "skipAwait", "waypointReplicas"}
+	"renderDir", "scenario", "skipAwait", "upstreamDir", "waypointReplicas"}
 
 // checkKeys rejects an igwlab: key the lab does not read: a misspelt key would otherwise be
 // ignored and the default used in silence. The SDK gives a program no list of its config, but
@@ -255,6 +257,7 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 	boolean("installUpstream", &cfg.InstallUpstream)
 	boolean("buildImages", &cfg.BuildImages)
 	str("renderDir", &cfg.RenderDir)
+	str("upstreamDir", &cfg.Upstream.Dir)
 	boolean("renderAllScenarios", &cfg.RenderAllScenarios)
 	str("httpbinImage", &cfg.Images.HTTPBin)
 	str("grpcbinImage", &cfg.Images.GRPCBin)
@@ -333,6 +336,9 @@ func (c Config) Validate() error {
 	errs = append(errs, c.checkH2dialImage()...)
 	if c.RenderAllScenarios && c.RenderDir == "" {
 		bad("renderAllScenarios", "true", "true only together with renderDir (every scenario's filter at once would conflict on a cluster)")
+	}
+	if allowed := c.Upstream.check(c.Monitoring); allowed != "" {
+		bad("upstreamDir", c.Upstream.Dir, allowed)
 	}
 	if c.RenderDir != "" && c.Cluster == "k3d" {
 		bad("cluster", c.Cluster, "existing when renderDir is set (render mode needs no cluster)")

@@ -19,6 +19,8 @@ type GatewayArgs struct {
 	// DrainDuration is how long Envoy keeps a listener an EnvoyFilter change replaced.
 	DrainDuration time.Duration
 	Install       bool
+	Upstream      Upstream
+	SkipAwait     bool
 	Istio         *IstioAmbient
 }
 
@@ -91,12 +93,12 @@ func NewIngressGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts
 		"podAnnotations": pulumi.Map{"proxy.istio.io/config": pulumi.String(c.ProxyConfig)},
 	}
 	if args.Install {
+		src, repo := args.Upstream.chart("gateway", IstioChartRepo)
 		c.Release, err = helm.NewRelease(ctx, GatewayRelease, &helm.ReleaseArgs{
 			// A fixed release name: unset, Pulumi appends a random suffix and the pod label with it.
-			Name: pulumi.String(GatewayRelease), Chart: pulumi.String("gateway"), Version: pulumi.String(args.Version),
+			Name: pulumi.String(GatewayRelease), Chart: src, Version: pulumi.String(args.Version),
 			Namespace:      c.Namespace.Metadata.Name().Elem(),
-			RepositoryOpts: &helm.RepositoryOptsArgs{Repo: pulumi.String(IstioChartRepo)},
-			Values:         values, Timeout: pulumi.Int(600),
+			RepositoryOpts: repo, Values: values, Timeout: pulumi.Int(600), SkipAwait: releaseAwait(args.SkipAwait),
 		}, child(c, opts, dependsOn(args.Istio.Istiod, args.Istio.Ztunnel, c.Namespace))...)
 		if err != nil {
 			return nil, err

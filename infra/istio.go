@@ -1,8 +1,6 @@
 package infra
 
 import (
-	"fmt"
-
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v3"
 	yamlv2 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/yaml/v2"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -15,6 +13,10 @@ type IstioArgs struct {
 	// Install is false where the charts cannot be fetched: nothing is installed then, and
 	// Istio's custom resources are rendered without waiting on its CRDs.
 	Install bool
+	// Upstream is where the charts and the Gateway API CRDs come from.
+	Upstream Upstream
+	// SkipAwait installs the charts without waiting for their workloads.
+	SkipAwait bool
 }
 
 // IstioAmbient is Istio's ambient data plane from its Helm charts, in the documented order:
@@ -38,11 +40,11 @@ func NewIstioAmbient(ctx *pulumi.Context, name string, args *IstioArgs, opts ...
 		return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"installed": pulumi.Bool(false)})
 	}
 	release := func(rname, chart string, values pulumi.Map, deps ...pulumi.Resource) (*helm.Release, error) {
+		src, repo := args.Upstream.chart(chart, IstioChartRepo)
 		return helm.NewRelease(ctx, rname, &helm.ReleaseArgs{
-			Name: pulumi.String(rname), Chart: pulumi.String(chart), Version: pulumi.String(args.Version),
+			Name: pulumi.String(rname), Chart: src, Version: pulumi.String(args.Version),
 			Namespace: pulumi.String(IstioNamespace), CreateNamespace: pulumi.Bool(true),
-			RepositoryOpts: &helm.RepositoryOptsArgs{Repo: pulumi.String(IstioChartRepo)},
-			Values:         values, Timeout: pulumi.Int(600),
+			RepositoryOpts: repo, Values: values, Timeout: pulumi.Int(600), SkipAwait: releaseAwait(args.SkipAwait),
 		}, child(c, opts, dependsOn(deps...))...)
 	}
 	var err error
@@ -50,7 +52,7 @@ func NewIstioAmbient(ctx *pulumi.Context, name string, args *IstioArgs, opts ...
 		return nil, err
 	}
 	if c.GatewayAPICRDs, err = yamlv2.NewConfigFile(ctx, "gateway-api-crds", &yamlv2.ConfigFileArgs{
-		File: pulumi.String(fmt.Sprintf(gatewayAPICRDsURL, args.GatewayAPIVersion)),
+		File: pulumi.String(args.Upstream.gatewayAPICRDs(args.GatewayAPIVersion)),
 	}, child(c, opts)...); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 type MonitoringArgs struct {
 	ChartVersion    string
 	Install         bool
+	Upstream        Upstream
 	GrafanaPassword pulumi.StringOutput // a secret
 }
 
@@ -72,11 +73,11 @@ func NewMonitoring(ctx *pulumi.Context, name string, args *MonitoringArgs, opts 
 					"labelValue": pulumi.String("1"), "searchNamespace": pulumi.String("ALL")}},
 			},
 		}
+		src, repo := args.Upstream.chart(PromChart, PromChartRepo)
 		c.Stack, err = helm.NewRelease(ctx, "kube-prom-stack", &helm.ReleaseArgs{
-			Name: pulumi.String("kube-prom-stack"), Chart: pulumi.String("kube-prometheus-stack"), Version: pulumi.String(args.ChartVersion),
+			Name: pulumi.String("kube-prom-stack"), Chart: src, Version: pulumi.String(args.ChartVersion),
 			Namespace:      c.Namespace.Metadata.Name().Elem(),
-			RepositoryOpts: &helm.RepositoryOptsArgs{Repo: pulumi.String(PromChartRepo)},
-			Values:         values, Timeout: pulumi.Int(600),
+			RepositoryOpts: repo, Values: values, Timeout: pulumi.Int(600),
 		}, child(c, opts, dependsOn(c.Namespace))...)
 		if err != nil {
 			return nil, err

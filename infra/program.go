@@ -80,12 +80,12 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	opts := []pulumi.ResourceOption{pulumi.Provider(prov)}
 
 	if lab.Istio, err = NewIstioAmbient(ctx, "istio", &IstioArgs{Version: cfg.IstioVersion,
-		GatewayAPIVersion: cfg.GatewayAPIVersion, Install: cfg.InstallUpstream}, opts...); err != nil {
+		GatewayAPIVersion: cfg.GatewayAPIVersion, Install: cfg.InstallUpstream, Upstream: cfg.Upstream, SkipAwait: cfg.SkipAwait}, opts...); err != nil {
 		return nil, err
 	}
 	if lab.Gateway, err = NewIngressGateway(ctx, "gateway", &GatewayArgs{Version: cfg.IstioVersion,
-		Replicas: cfg.GatewayReplicas, Concurrency: cfg.ProxyConcurrency, DrainDuration: cfg.GatewayDrainDuration, Install: cfg.InstallUpstream,
-		Istio: lab.Istio}, opts...); err != nil {
+		Replicas: cfg.GatewayReplicas, Concurrency: cfg.ProxyConcurrency, DrainDuration: cfg.GatewayDrainDuration,
+		Install: cfg.InstallUpstream, Upstream: cfg.Upstream, SkipAwait: cfg.SkipAwait, Istio: lab.Istio}, opts...); err != nil {
 		return nil, err
 	}
 	if lab.Backend, err = NewBackend(ctx, "backend", &BackendArgs{Images: cfg.Images, Waypoint: sc.Waypoint, SkipAwait: cfg.SkipAwait,
@@ -103,7 +103,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	}
 	if cfg.Monitoring {
 		if lab.Monitoring, err = NewMonitoring(ctx, "monitoring", &MonitoringArgs{ChartVersion: cfg.KubePrometheusStackVersion,
-			Install: cfg.InstallUpstream, GrafanaPassword: cfg.GrafanaPassword}, opts...); err != nil {
+			Install: cfg.InstallUpstream, Upstream: cfg.Upstream, GrafanaPassword: cfg.GrafanaPassword}, opts...); err != nil {
 			return nil, err
 		}
 	}

@@ -38,23 +38,20 @@ var (
 	}
 )
 
-// TestAPIServerTier applies the lab's stack to a real kube-apiserver (with etcd and the
-// controller manager, started on loopback; no nodes) through the Automation API and the
-// igwlab commands: every object the program makes without Helm or k3d is accepted, a preview
-// names the knob it would change, a scenario switch updates the EnvoyFilter in place, the
-// waypoint comes and goes with its scenario, and destroy leaves nothing behind.
-func TestAPIServerTier(t *testing.T) {
-	kubeBin, pulumiBin := os.Getenv("IGWLAB_KUBE_BIN"), os.Getenv("IGWLAB_PULUMI_BIN")
+// apiServerTools returns the kube-apiserver and Pulumi tool folders, or skips.
+func apiServerTools(t *testing.T) (kubeBin, pulumiBin string) {
+	kubeBin, pulumiBin = os.Getenv("IGWLAB_KUBE_BIN"), os.Getenv("IGWLAB_PULUMI_BIN")
 	if kubeBin == "" || pulumiBin == "" {
 		t.Skip("set IGWLAB_KUBE_BIN and IGWLAB_PULUMI_BIN (make test-apiserver does)")
 	}
-	cp := kubetest.Start(t, kubeBin)
-	cp.ApplyCRDs(t,
-		filepath.Join(kubetest.ModuleDir(t, "istio.io/api@v1.27.3"), "kubernetes", "customresourcedefinitions.gen.yaml"),
-		filepath.Join(kubetest.ModuleDir(t, "sigs.k8s.io/gateway-api@v1.3.0"), "config", "crd", "standard", "gateway.networking.k8s.io_gateways.yaml"),
-		filepath.Join(kubetest.ModuleDir(t, "github.com/prometheus-operator/prometheus-operator@v0.85.0"),
-			"example", "prometheus-operator-crd", "monitoring.coreos.com_podmonitors.yaml"))
+	return kubeBin, pulumiBin
+}
 
+// apiServerStack opens an inline stack on a local file backend, configured for an existing
+// cluster without nodes (workloads not awaited) on scenario 02-trigger, plus conf; it returns
+// the stack and its workspace folder (for igwlab commands' --inline-dir).
+func apiServerStack(t *testing.T, pulumiBin, name string, conf map[string]string) (stack.Stack, string) {
+	t.Helper()
 	tmp := t.TempDir()
 	for _, d := range []string{"home", "state"} {
 		_ = os.MkdirAll(filepath.Join(tmp, d), 0o755)
@@ -67,17 +64,39 @@ func TestAPIServerTier(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	ctx := context.Background()
 	inline := filepath.Join(tmp, "workspace")
-	const name = "igwlab-apiserver-test"
 	st, err := stack.Open(ctx, stack.Options{Name: name, Inline: true, InlineDir: inline})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range map[string]string{"cluster": "existing", "kubeconfig": cp.Kubeconfig, "installUpstream": "false",
-		"buildImages": "false", "monitoring": "true", "skipAwait": "true", "scenario": "02-trigger"} {
+	all := map[string]string{"cluster": "existing", "buildImages": "false", "skipAwait": "true", "scenario": "02-trigger"}
+	for k, v := range conf {
+		all[k] = v
+	}
+	for k, v := range all {
 		if err := st.SetConfig(ctx, "igwlab:"+k, v, false); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return st, inline
+}
+
+// TestAPIServerTier applies the lab's stack to a real kube-apiserver (with etcd and the
+// controller manager, started on loopback; no nodes) through the Automation API and the
+// igwlab commands: every object the program makes without Helm or k3d is accepted, a preview
+// names the knob it would change, a scenario switch updates the EnvoyFilter in place, the
+// waypoint comes and goes with its scenario, and destroy leaves nothing behind.
+func TestAPIServerTier(t *testing.T) {
+	kubeBin, pulumiBin := apiServerTools(t)
+	cp := kubetest.Start(t, kubeBin)
+	cp.ApplyCRDs(t,
+		filepath.Join(kubetest.ModuleDir(t, "istio.io/api@v1.27.3"), "kubernetes", "customresourcedefinitions.gen.yaml"),
+		filepath.Join(kubetest.ModuleDir(t, "sigs.k8s.io/gateway-api@v1.3.0"), "config", "crd", "standard", "gateway.networking.k8s.io_gateways.yaml"),
+		filepath.Join(kubetest.ModuleDir(t, "github.com/prometheus-operator/prometheus-operator@v0.85.0"),
+			"example", "prometheus-operator-crd", "monitoring.coreos.com_podmonitors.yaml"))
+	const name = "igwlab-apiserver-test"
+	ctx := context.Background()
+	st, inline := apiServerStack(t, pulumiBin, name, map[string]string{"kubeconfig": cp.Kubeconfig,
+		"installUpstream": "false", "monitoring": "true"})
 	if _, err := st.Up(ctx, nil); err != nil {
 		t.Fatalf("up: %v\n%s", err, cp.Log("kube-apiserver"))
 	}
