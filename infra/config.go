@@ -20,6 +20,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
 
+	"github.com/igwlab/igwlab/internal/configkey"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -90,7 +91,7 @@ type Images struct {
 var Defaults = Config{
 	Cluster: "k3d", ClusterName: "igw-tc-lab", K3sImage: "rancher/k3s:v1.33.4-k3s1", HostPort: 18080, APIPort: 6550,
 	IstioVersion: "1.27.9", GatewayAPIVersion: "v1.3.0", GatewayReplicas: 6, ProxyConcurrency: 1,
-	WaypointReplicas: 3, Scenario: "02-trigger", Monitoring: true, KubePrometheusStackVersion: "84.5.0",
+	WaypointReplicas: 3, Scenario: stacks.DefaultScenario, Monitoring: true, KubePrometheusStackVersion: "84.5.0",
 	// Istio's default is 45 s. The runner waits for the drain after every scenario switch, and
 	// between scenarios no load runs, so the old listener has nothing worth 45 s of waiting:
 	// 5 s still lets a straggling request finish, and saves 40 s per switch.
@@ -116,7 +117,7 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("stack config igwlab:%s = %q: allowed %s", e.Key, e.Value, e.Allowed)
+	return fmt.Sprintf("stack config %s = %q: allowed %s", configkey.Full(e.Key), e.Value, e.Allowed)
 }
 
 // intRange is the allowed values of a whole-number key.
@@ -132,20 +133,20 @@ func (r intRange) text() string {
 // intRanges are the whole-number keys: LoadConfig quotes the range for a value that is not a
 // number at all, Validate checks it.
 var intRanges = map[string]intRange{
-	"hostPort":         {1, 65535, ""},
-	"apiPort":          {1, 65535, ""},
-	"gatewayReplicas":  {1, 50, "gateway pods"},
-	"proxyConcurrency": {1, 64, "Envoy workers per gateway pod"},
-	"waypointReplicas": {1, 20, "waypoint pods"},
+	"hostPort":                 {1, 65535, ""},
+	"apiPort":                  {1, 65535, ""},
+	"gatewayReplicas":          {1, 50, "gateway pods"},
+	configkey.ProxyConcurrency: {1, 64, "Envoy workers per gateway pod"},
+	"waypointReplicas":         {1, 20, "waypoint pods"},
 }
 
 // configKeys are the keys the lab reads under igwlab:. jwtKey is the runner's: scenario 11's
 // signing key, kept in the stack between runs.
 var configKeys = []string{"apiPort", "buildImages", "cluster", "clusterName", "fortioImage", "gatewayApiVersion",
-	"gatewayDrainDuration", "gatewayReplicas", "ghzImage", "grafanaPassword", "grpcbinImage", "h2dialImage", "hostPort", "httpbinImage",
-	"installUpstream", "istioVersion", "jwks", "jwtKey", "k3sImage", "knobs", "kubeContext",
-	"kubePrometheusStackVersion", "kubeconfig", "monitoring", "proxyConcurrency", "renderAllScenarios",
-	"renderDir", "scenario", "skipAwait", "upstreamDir", "waypointReplicas"}
+	configkey.GatewayDrainDuration, "gatewayReplicas", configkey.GHZImage, "grafanaPassword", "grpcbinImage", "h2dialImage", "hostPort", "httpbinImage",
+	"installUpstream", "istioVersion", configkey.JWKS, configkey.JWTKey, "k3sImage", configkey.Knobs, configkey.KubeContext,
+	"kubePrometheusStackVersion", configkey.Kubeconfig, "monitoring", configkey.ProxyConcurrency, "renderAllScenarios",
+	"renderDir", configkey.Scenario, "skipAwait", "upstreamDir", "waypointReplicas"}
 
 // checkKeys rejects an igwlab: key the lab does not read: a misspelt key would otherwise be
 // ignored and the default used in silence. The SDK gives a program no list of its config, but
@@ -173,7 +174,7 @@ func checkKeys(all, secretKeys string) []error {
 	sort.Strings(keys)
 	var errs []error
 	for _, full := range keys {
-		key, ok := strings.CutPrefix(full, "igwlab:")
+		key, ok := strings.CutPrefix(full, configkey.Project+":")
 		if !ok || known[key] {
 			continue
 		}
@@ -192,7 +193,7 @@ func checkKeys(all, secretKeys string) []error {
 
 // LoadConfig reads and validates the stack's configuration.
 func LoadConfig(ctx *pulumi.Context) (Config, error) {
-	c := config.New(ctx, "igwlab")
+	c := config.New(ctx, configkey.Project)
 	cfg := Defaults
 	str := func(key string, dst *string) {
 		if v := c.Get(key); v != "" {
@@ -228,23 +229,23 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 	str("k3sImage", &cfg.K3sImage)
 	integer("hostPort", &cfg.HostPort)
 	integer("apiPort", &cfg.APIPort)
-	str("kubeconfig", &cfg.Kubeconfig)
-	str("kubeContext", &cfg.KubeContext)
+	str(configkey.Kubeconfig, &cfg.Kubeconfig)
+	str(configkey.KubeContext, &cfg.KubeContext)
 	str("istioVersion", &cfg.IstioVersion)
 	str("gatewayApiVersion", &cfg.GatewayAPIVersion)
 	integer("gatewayReplicas", &cfg.GatewayReplicas)
-	integer("proxyConcurrency", &cfg.ProxyConcurrency)
+	integer(configkey.ProxyConcurrency, &cfg.ProxyConcurrency)
 	integer("waypointReplicas", &cfg.WaypointReplicas)
-	if raw := c.Get("gatewayDrainDuration"); raw != "" {
+	if raw := c.Get(configkey.GatewayDrainDuration); raw != "" {
 		d, err := ParseDrainDuration(raw)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		cfg.GatewayDrainDuration = d
 	}
-	str("scenario", &cfg.Scenario)
-	str("jwks", &cfg.JWKS)
-	if raw := c.Get("knobs"); raw != "" {
+	str(configkey.Scenario, &cfg.Scenario)
+	str(configkey.JWKS, &cfg.JWKS)
+	if raw := c.Get(configkey.Knobs); raw != "" {
 		k, err := ParseKnobs(raw)
 		if err != nil {
 			errs = append(errs, err)
@@ -262,7 +263,7 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 	str("httpbinImage", &cfg.Images.HTTPBin)
 	str("grpcbinImage", &cfg.Images.GRPCBin)
 	str("fortioImage", &cfg.Images.Fortio)
-	str("ghzImage", &cfg.Images.GHZ)
+	str(configkey.GHZImage, &cfg.Images.GHZ)
 	str("h2dialImage", &cfg.Images.H2dialPushed)
 	if _, err := c.TrySecret("grafanaPassword"); err == nil {
 		cfg.GrafanaPassword = c.RequireSecret("grafanaPassword")
@@ -356,7 +357,7 @@ func (c Config) ScenarioOf() (stacks.Scenario, *stacks.Catalog, error) {
 	if err != nil {
 		return stacks.Scenario{}, nil, err
 	}
-	eff := sc.Effective("k3d")
+	eff := sc.Lab()
 	eff.Knobs = eff.Knobs.Overlay(c.Knobs)
 	return eff, cat, nil
 }

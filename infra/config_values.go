@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/igwlab/igwlab/internal/configkey"
 )
 
 // The gateway's drain time: Istio requires at least 1 s in whole seconds (its ProxyConfig
@@ -20,7 +22,7 @@ const (
 func ParseDrainDuration(raw string) (time.Duration, error) {
 	d, err := time.ParseDuration(strings.TrimSpace(raw))
 	if err != nil || !drainOK(d) {
-		return 0, &ConfigError{"gatewayDrainDuration", raw, drainAllowed}
+		return 0, &ConfigError{configkey.GatewayDrainDuration, raw, drainAllowed}
 	}
 	return d, nil
 }

@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/igwlab/igwlab/infra/envoyfilter"
+	"github.com/igwlab/igwlab/internal/testutil"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -67,7 +68,7 @@ func TestIstioInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = enc.Close()
-	if *update {
+	if testutil.Updating() {
 		if err := os.WriteFile(istioInputsPath, b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}

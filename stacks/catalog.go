@@ -202,3 +202,7 @@ func (c *Catalog) checkFeeds() []error {
 	}
 	return errs
 }
+
+// DefaultScenario is the scenario a lab stack runs when its config names none: the trigger of
+// the mechanism, few long-lived connections and no stream cap.
+const DefaultScenario = "02-trigger"

@@ -229,18 +229,6 @@ func (s *Scenario) WithLocal() Scenario {
 	return out
 }
 
-// Effective is the scenario as run on the given target. Deprecated: targets resolve scenarios
-// themselves (Lab, WithLocal); this remains for the Pulumi program until it calls Lab.
-func (s *Scenario) Effective(target string) Scenario {
-	if target == TargetLocal {
-		return s.WithLocal()
-	}
-	return s.Lab()
-}
-
-// TargetLocal is the kind Effective takes for WithLocal. Deprecated: with Effective.
-const TargetLocal = "local"
-
 // Departures lists, knob by knob, where the local target departs from the lab values.
 func (s *Scenario) Departures() []Departure {
 	var out []Departure

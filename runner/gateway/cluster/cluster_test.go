@@ -26,7 +26,7 @@ func TestClusterTargetInfoPodsAndApply(t *testing.T) {
 	}
 	cat, _ := stacks.Builtin()
 	sc, _ := cat.Get("04-mrpc")
-	if err := c.Apply(ctx, sc.Effective("k3d")); err != nil {
+	if err := c.Apply(ctx, sc.Lab()); err != nil {
 		t.Fatal(err)
 	}
 	if st.Config["igwlab:scenario"] != "04-mrpc" || len(st.Ups) != 1 {
