@@ -18,8 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/igwlab/igwlab/internal/atomicfile"
 	"github.com/igwlab/igwlab/internal/cpuprofile"
-	"github.com/igwlab/igwlab/runner/atomicfile"
 )
 
 // Options configure a bench run.

@@ -234,3 +234,17 @@ func (k Knobs) HCMSet() bool { return k.HCM != (HCMKnobs{}) }
 
 // ListenerSet reports whether any Listener knob is set.
 func (k Knobs) ListenerSet() bool { return k.Listener != (ListenerKnobs{}) }
+
+// Short writes the set knobs on one line, by their last path element: "max_concurrent_streams=100
+// drain_timeout=1s", or "no knobs (Envoy defaults)".
+func (k Knobs) Short() string {
+	set := k.Set()
+	if len(set) == 0 {
+		return "no knobs (Envoy defaults)"
+	}
+	parts := make([]string, len(set))
+	for i, kv := range set {
+		parts[i] = kv.Path[strings.LastIndex(kv.Path, ".")+1:] + "=" + kv.Value
+	}
+	return strings.Join(parts, " ")
+}

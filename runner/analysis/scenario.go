@@ -270,3 +270,8 @@ func workerCV(m map[int]float64) float64 {
 	}
 	return CV(xs)
 }
+
+// ScenarioOf is what the analysis needs of a scenario as it ran.
+func ScenarioOf(sc stacks.Scenario) Scenario {
+	return Scenario{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis, Client: sc.Client.Kind, Knobs: sc.Knobs.Effective()}
+}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/igwlab/igwlab/runner/atomicfile"
+	"github.com/igwlab/igwlab/internal/atomicfile"
 	"github.com/igwlab/igwlab/runner/cli/app"
 	"github.com/igwlab/igwlab/runner/stack"
 )

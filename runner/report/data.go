@@ -11,8 +11,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/igwlab/igwlab/internal/atomicfile"
 	"github.com/igwlab/igwlab/runner/analysis"
-	"github.com/igwlab/igwlab/runner/atomicfile"
 	"github.com/igwlab/igwlab/stacks"
 )
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/igwlab/igwlab/runner/analysis"
 	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/measure"
 	"github.com/igwlab/igwlab/runner/report"
 	"github.com/igwlab/igwlab/runner/stats"
 	"github.com/igwlab/igwlab/stacks"
@@ -141,7 +142,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	r.progressf("igwlab: %s target, %d pods x %d worker(s); %d scenario(s) x %d run(s); results in %s\n",
 		info.Name, info.Pods, info.Concurrency, len(selected), o.Repeat, dir)
-	_ = writeJSON(filepath.Join(dir, "summary.json"), sum)
+	_ = measure.WriteJSON(filepath.Join(dir, "summary.json"), sum)
 
 	step := 0
 	for _, sc := range selected {
@@ -173,7 +174,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			sum.Scenarios[sc.Name] = representative(sum.Runs[sc.Name])
 			r.prog.finish(step, oneLine(res))
 			step++
-			_ = writeJSON(filepath.Join(dir, "summary.json"), sum)
+			_ = measure.WriteJSON(filepath.Join(dir, "summary.json"), sum)
 		}
 	}
 	sum.Interrupted = ctx.Err() != nil
@@ -193,10 +194,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		}
 		var b strings.Builder
 		analysis.WriteBlock(&b, analysis.Header{Target: info.Name, Pods: info.Pods, Concurrency: info.Concurrency, Repeat: o.Repeat}, sum.Evaluation)
-		_ = writeFile(filepath.Join(dir, "evaluation.txt"), []byte(b.String()))
+		_ = measure.WriteFile(filepath.Join(dir, "evaluation.txt"), []byte(b.String()))
 	}
 	sum.Finished = o.Now().UTC()
-	if err := writeJSON(filepath.Join(dir, "summary.json"), sum); err != nil {
+	if err := measure.WriteJSON(filepath.Join(dir, "summary.json"), sum); err != nil {
 		return sum, err
 	}
 	if !o.NoReport {
@@ -292,7 +293,7 @@ type run struct {
 func (r *run) guarded(ctx context.Context, sc *stacks.Scenario, dir string) (res *analysis.Result) {
 	defer func() {
 		if v := recover(); v != nil {
-			_ = writeFile(filepath.Join(dir, "panic.txt"), []byte(fmt.Sprintf("panic: %v\n\n%s", v, debug.Stack())))
+			_ = measure.WriteFile(filepath.Join(dir, "panic.txt"), []byte(fmt.Sprintf("panic: %v\n\n%s", v, debug.Stack())))
 			res = &analysis.Result{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis, Client: sc.Client.Kind,
 				Status: analysis.StatusFailed, Reason: fmt.Sprintf("igwlab failed on this scenario: %v (a bug: the stack is in panic.txt; please report it)", v)}
 		}
@@ -301,8 +302,8 @@ func (r *run) guarded(ctx context.Context, sc *stacks.Scenario, dir string) (res
 }
 
 // adm reads admins for the scenario being run; retried reads become its warnings.
-func (r *run) adm() admins {
-	return admins{t: r.o.Target, timeout: r.o.AdminTimeout, warn: r.warn}
+func (r *run) adm() measure.Admins {
+	return measure.Admins{T: r.o.Target, Timeout: r.o.AdminTimeout, Warn: r.warn}
 }
 
 // warn records a problem the scenario got over, for its warnings.

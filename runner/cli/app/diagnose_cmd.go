@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/igwlab/igwlab/runner/atomicfile"
+	"github.com/igwlab/igwlab/internal/atomicfile"
 	"github.com/igwlab/igwlab/runner/diagnose"
 )
 

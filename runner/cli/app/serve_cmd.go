@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/igwlab/igwlab/dashboard"
-	"github.com/igwlab/igwlab/runner/atomicfile"
+	"github.com/igwlab/igwlab/internal/atomicfile"
 	"github.com/igwlab/igwlab/runner/gateway/local"
-	"github.com/igwlab/igwlab/runner/suite"
+	"github.com/igwlab/igwlab/runner/serve"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -64,11 +64,11 @@ func serveFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout, stderr io.W
 				return err
 			}
 		}
-		o := suite.ServeOptions{Local: l, Scenario: sc, OutDir: *out, Out: stdout}
+		o := serve.Options{Local: l, Scenario: sc, OutDir: *out, Out: stdout}
 		if !*quiet {
 			o.Live, o.LiveTTY = stderr, isTerminal(stderr)
 		}
-		_, err = suite.Serve(ctx, o)
+		_, err = serve.Run(ctx, o)
 		return err
 	}
 }

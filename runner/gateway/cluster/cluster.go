@@ -15,8 +15,8 @@ import (
 
 	"github.com/igwlab/igwlab/infra"
 	"github.com/igwlab/igwlab/internal/configkey"
+	"github.com/igwlab/igwlab/internal/jwt"
 	"github.com/igwlab/igwlab/runner/gateway"
-	"github.com/igwlab/igwlab/runner/jwt"
 	"github.com/igwlab/igwlab/runner/load"
 	"github.com/igwlab/igwlab/runner/stack"
 	"github.com/igwlab/igwlab/stacks"

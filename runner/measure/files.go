@@ -1,4 +1,6 @@
-package suite
+// Package measure reads a gateway pool while a client runs: every pod's Envoy admin with
+// retries, a once-a-second sampler and its time series, and the result files of one run.
+package measure
 
 import (
 	"encoding/json"
@@ -8,28 +10,28 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/igwlab/igwlab/runner/atomicfile"
+	"github.com/igwlab/igwlab/internal/atomicfile"
 )
 
 // writeFile writes data atomically, so an interrupted run never leaves a half-written result.
-func writeFile(path string, data []byte) error { return atomicfile.Write(path, data) }
+func WriteFile(path string, data []byte) error { return atomicfile.Write(path, data) }
 
-func writeJSON(path string, v any) error {
+func WriteJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeFile(path, append(b, '\n'))
+	return WriteFile(path, append(b, '\n'))
 }
 
 // writePerPod writes "<pod> <value>" lines, the lab's per-pod file format.
-func writePerPod(path string, vals map[string]float64) error {
+func WritePerPod(path string, vals map[string]float64) error {
 	names := slices.Sorted(maps.Keys(vals))
 	var b strings.Builder
 	for _, n := range names {
 		fmt.Fprintf(&b, "%s %s\n", n, num(vals[n]))
 	}
-	return writeFile(path, []byte(b.String()))
+	return WriteFile(path, []byte(b.String()))
 }
 
 // num prints a number the way the per-pod files always have: integers without decimals.
@@ -41,16 +43,16 @@ func num(v float64) string {
 }
 
 // errs collects write errors so one failed file does not stop the others.
-type errs []error
+type Errs []error
 
-func (e *errs) add(err error) {
+func (e *Errs) Add(err error) {
 	if err != nil {
 		*e = append(*e, err)
 	}
 }
 
 // err joins the collected errors, each still reachable by errors.Is and errors.As.
-func (e errs) err() error {
+func (e Errs) Err() error {
 	if len(e) == 0 {
 		return nil
 	}

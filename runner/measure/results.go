@@ -1,4 +1,4 @@
-package suite
+package measure
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 
 // writeScenarioResults writes the per-scenario files: cv.txt, worker_cv_per_pod.txt, the
 // lab's per-pod files ("<pod> <value>"), waypoint_cv.txt and result.json.
-func writeScenarioResults(dir string, a *analysis.Result, in *analysis.Input, ew *errs) {
+func WriteScenarioResults(dir string, a *analysis.Result, in *analysis.Input, ew *Errs) {
 	var cv strings.Builder
 	// The first five lines keep the lab's order: connection CV, active CV, worker CV mean and
 	// max, p99; the rest are additions.
@@ -36,8 +36,8 @@ func writeScenarioResults(dir string, a *analysis.Result, in *analysis.Input, ew
 		fmt.Fprintf(&cv, "busy_max n/a (Envoy exports no per-worker busy time)\n")
 	}
 	fmt.Fprintf(&cv, "goaways %d\n", int(a.GoAways))
-	ew.add(writeFile(filepath.Join(dir, "cv.txt"), []byte(cv.String())))
-	ew.add(writePerPod(filepath.Join(dir, "worker_cv_per_pod.txt"), a.WorkerCV))
+	ew.Add(WriteFile(filepath.Join(dir, "cv.txt"), []byte(cv.String())))
+	ew.Add(WritePerPod(filepath.Join(dir, "worker_cv_per_pod.txt"), a.WorkerCV))
 
 	pre := map[string]stats.Pod{}
 	for _, p := range in.Pre {
@@ -73,16 +73,16 @@ func writeScenarioResults(dir string, a *analysis.Result, in *analysis.Input, ew
 		fmt.Fprintf(&lengths, "%s p50=%s p99=%s count=%d\n", n, msText(d.RqTime.Quantile(0.5)), msText(d.RqTime.Quantile(0.99)), int(d.RqTime.Count))
 	}
 	for file, vals := range files {
-		ew.add(writePerPod(filepath.Join(dir, file), vals))
+		ew.Add(WritePerPod(filepath.Join(dir, file), vals))
 	}
-	ew.add(writeFile(filepath.Join(dir, "rq_time_per_pod.txt"), []byte(lengths.String())))
+	ew.Add(WriteFile(filepath.Join(dir, "rq_time_per_pod.txt"), []byte(lengths.String())))
 	if w := a.Waypoint; w != nil {
 		var b strings.Builder
 		fmt.Fprintf(&b, "WAYPOINT_CV=%.6f\nWAYPOINT_TOTAL_CONNS=%d\nWAYPOINT_PODS=%d\n", w.CV, int(w.ConnectionsTotal), len(w.Connections))
 		fmt.Fprintf(&b, "WAYPOINT_WORKER_CV_MEAN=%.6f\nWAYPOINT_BUSY_MAX=%.6f\n", w.WorkerCVMean, w.BusyMax)
-		ew.add(writeFile(filepath.Join(dir, "waypoint_cv.txt"), []byte(b.String())))
+		ew.Add(WriteFile(filepath.Join(dir, "waypoint_cv.txt"), []byte(b.String())))
 	}
-	ew.add(writeJSON(filepath.Join(dir, "result.json"), a))
+	ew.Add(WriteJSON(filepath.Join(dir, "result.json"), a))
 }
 
 func msText(v float64) string {

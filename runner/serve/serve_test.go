@@ -1,4 +1,4 @@
-package suite
+package serve
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/igwlab/igwlab/runner/emulator"
 	"github.com/igwlab/igwlab/runner/gateway/local"
 	"github.com/igwlab/igwlab/runner/load"
+	"github.com/igwlab/igwlab/runner/suite"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -49,9 +50,9 @@ func TestServeClassifiesClients(t *testing.T) {
 			sc := &stacks.Scenario{Name: "test", Knobs: k}
 			ctx, cancel := context.WithCancel(context.Background())
 			var out bytes.Buffer
-			done := make(chan *Summary)
+			done := make(chan *suite.Summary)
 			go func() {
-				sum, err := Serve(ctx, ServeOptions{Local: l, Scenario: sc, OutDir: t.TempDir(), Out: &out, Interval: 200 * time.Millisecond})
+				sum, err := Run(ctx, Options{Local: l, Scenario: sc, OutDir: t.TempDir(), Out: &out, Interval: 200 * time.Millisecond})
 				if err != nil {
 					t.Error(err)
 				}

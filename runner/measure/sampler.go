@@ -1,4 +1,4 @@
-package suite
+package measure
 
 import (
 	"context"
@@ -16,19 +16,19 @@ import (
 
 // scrape reads /stats/prometheus from every pod in parallel. A pod that cannot be read yields
 // an empty snapshot and an error naming it; the others are still returned.
-func scrape(ctx context.Context, t gateway.Target, pods []gateway.Pod) ([]stats.Snapshot, [][]byte, []error) {
-	return admins{t: t}.scrape(ctx, pods)
+func Scrape(ctx context.Context, t gateway.Target, pods []gateway.Pod) ([]stats.Snapshot, [][]byte, []error) {
+	return Admins{T: t}.Scrape(ctx, pods)
 }
 
 // admins reads pods' Envoy admins with a timeout per attempt, so a hung endpoint costs at most
 // a few timeouts, and reports reads that only succeeded on a retry through warn.
-type admins struct {
-	t       gateway.Target
-	timeout time.Duration // per attempt; 0 is gateway.AdminTimeout
-	warn    func(string)
+type Admins struct {
+	T       gateway.Target
+	Timeout time.Duration // per attempt; 0 is gateway.AdminTimeout
+	Warn    func(string)
 }
 
-func (a admins) scrape(ctx context.Context, pods []gateway.Pod) ([]stats.Snapshot, [][]byte, []error) {
+func (a Admins) Scrape(ctx context.Context, pods []gateway.Pod) ([]stats.Snapshot, [][]byte, []error) {
 	snaps := make([]stats.Snapshot, len(pods))
 	raws := make([][]byte, len(pods))
 	errs := make([]error, len(pods))
@@ -38,7 +38,7 @@ func (a admins) scrape(ctx context.Context, pods []gateway.Pod) ([]stats.Snapsho
 		go func() {
 			defer wg.Done()
 			snaps[i] = stats.Snapshot{Pod: p.Name, At: time.Now()}
-			raw, err := a.read(ctx, p, "/stats/prometheus")
+			raw, err := a.Read(ctx, p, "/stats/prometheus")
 			if err != nil {
 				errs[i] = err
 				return
@@ -59,19 +59,19 @@ func (a admins) scrape(ctx context.Context, pods []gateway.Pod) ([]stats.Snapsho
 // that is restarting usually answers on the second try.
 const adminAttempts = 3
 
-func (a admins) read(ctx context.Context, p gateway.Pod, path string) ([]byte, error) {
-	timeout := a.timeout
+func (a Admins) Read(ctx context.Context, p gateway.Pod, path string) ([]byte, error) {
+	timeout := a.Timeout
 	if timeout <= 0 {
 		timeout = gateway.AdminTimeout
 	}
 	var failed []string
 	for i := 0; i < adminAttempts; i++ {
 		actx, cancel := context.WithTimeout(ctx, timeout)
-		b, err := a.t.Admin(actx, p, path)
+		b, err := a.T.Admin(actx, p, path)
 		cancel()
 		if err == nil {
-			if len(failed) > 0 && a.warn != nil {
-				a.warn(fmt.Sprintf("pod %s %s answered on attempt %d of %d, after: %s", p.Name, path, i+1, adminAttempts, strings.Join(failed, "; ")))
+			if len(failed) > 0 && a.Warn != nil {
+				a.Warn(fmt.Sprintf("pod %s %s answered on attempt %d of %d, after: %s", p.Name, path, i+1, adminAttempts, strings.Join(failed, "; ")))
 			}
 			return b, nil
 		}
@@ -91,7 +91,7 @@ func (a admins) read(ctx context.Context, p gateway.Pod, path string) ([]byte, e
 }
 
 // sampler reads every pod once a second during the window and keeps a time series.
-type sampler struct {
+type Sampler struct {
 	t     gateway.Target
 	pods  []gateway.Pod
 	names stats.Names
@@ -103,10 +103,10 @@ type sampler struct {
 	header   string
 	prev     map[string]stats.Pod
 	prevAt   time.Time
-	peaks    analysis.Peaks
+	Peaks    analysis.Peaks
 	closed   float64 // connections closed since the window began, at the last sample
 	errors   int
-	onSample func(Live)
+	OnSample func(Live)
 }
 
 // Live is what the live progress line shows.
@@ -120,8 +120,8 @@ type Live struct {
 	Refused, ProtocolErrors float64
 }
 
-func newSampler(t gateway.Target, pods []gateway.Pod, names stats.Names, pre []stats.Snapshot) *sampler {
-	s := &sampler{t: t, pods: pods, names: names, base: map[string]stats.Pod{}, prev: map[string]stats.Pod{}}
+func NewSampler(t gateway.Target, pods []gateway.Pod, names stats.Names, pre []stats.Snapshot) *Sampler {
+	s := &Sampler{t: t, pods: pods, names: names, base: map[string]stats.Pod{}, prev: map[string]stats.Pod{}}
 	for _, snap := range pre {
 		p := stats.Extract(snap, names)
 		s.base[p.Name], s.prev[p.Name] = p, p
@@ -137,7 +137,7 @@ func newSampler(t gateway.Target, pods []gateway.Pod, names stats.Names, pre []s
 	return s
 }
 
-func (s *sampler) run(ctx context.Context, every time.Duration) {
+func (s *Sampler) Run(ctx context.Context, every time.Duration) {
 	s.start, s.prevAt = time.Now(), time.Now()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -154,8 +154,8 @@ func (s *sampler) run(ctx context.Context, every time.Duration) {
 // sample reads every pod once and adds a row. A round in which no pod could be read (the
 // window ended while the reads were in flight, or every admin failed) adds no row: a row of
 // zeros would read as a pool that went idle.
-func (s *sampler) sample(ctx context.Context) {
-	snaps, _, errs := scrape(ctx, s.t, s.pods)
+func (s *Sampler) sample(ctx context.Context) {
+	snaps, _, errs := Scrape(ctx, s.t, s.pods)
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -204,10 +204,10 @@ func (s *sampler) sample(ctx context.Context) {
 	}
 	s.prevAt = now
 	s.closed = closed
-	s.peaks.CxActive = math.Max(s.peaks.CxActive, sumActive)
-	s.peaks.RqActive = math.Max(s.peaks.RqActive, sumRqActive)
-	s.peaks.RxBuffered = math.Max(s.peaks.RxBuffered, rxBuf)
-	s.peaks.Pending = math.Max(s.peaks.Pending, pending)
+	s.Peaks.CxActive = math.Max(s.Peaks.CxActive, sumActive)
+	s.Peaks.RqActive = math.Max(s.Peaks.RqActive, sumRqActive)
+	s.Peaks.RxBuffered = math.Max(s.Peaks.RxBuffered, rxBuf)
+	s.Peaks.Pending = math.Max(s.Peaks.Pending, pending)
 	p99 := window.Quantile(0.99)
 	if math.IsNaN(p99) {
 		p99 = 0
@@ -222,8 +222,8 @@ func (s *sampler) sample(ctx context.Context) {
 		row = append(row, fmt.Sprintf("%.1f", perRate[p.Name]))
 	}
 	s.rows = append(s.rows, strings.Join(row, ","))
-	if s.onSample != nil {
-		s.onSample(Live{Elapsed: now.Sub(s.start), Connections: liveConns, CV: analysis.CV(active), RPS: sumRate,
+	if s.OnSample != nil {
+		s.OnSample(Live{Elapsed: now.Sub(s.start), Connections: liveConns, CV: analysis.CV(active), RPS: sumRate,
 			Refused: refused, ProtocolErrors: protoErrs})
 	}
 }
@@ -231,7 +231,7 @@ func (s *sampler) sample(ctx context.Context) {
 // closedDuringLoad is how many connections had closed since the window began, at the last
 // sample taken while the load ran: with clients that keep their connections, the ones the
 // gateway drained.
-func (s *sampler) closedDuringLoad() float64 {
+func (s *Sampler) ClosedDuringLoad() float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed
@@ -239,7 +239,7 @@ func (s *sampler) closedDuringLoad() float64 {
 
 func f3(v float64) string { return fmt.Sprintf("%.3f", v) }
 
-func (s *sampler) csv() []byte {
+func (s *Sampler) CSV() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return []byte(s.header + "\n" + strings.Join(s.rows, "\n") + "\n")

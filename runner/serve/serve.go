@@ -1,7 +1,12 @@
-package suite
+// Package serve keeps the local gateway pool up for a client of the user's own, shows live
+// per-pod numbers, and on Ctrl-C reports the distribution the client produced and classifies
+// how it behaved at the gateway's limits: whether it dials or queues at a stream cap, and
+// whether it reconnects after a GOAWAY.
+package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -14,12 +19,14 @@ import (
 	"github.com/igwlab/igwlab/runner/emulator"
 	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/gateway/local"
+	"github.com/igwlab/igwlab/runner/measure"
 	"github.com/igwlab/igwlab/runner/stats"
+	"github.com/igwlab/igwlab/runner/suite"
 	"github.com/igwlab/igwlab/stacks"
 )
 
-// ServeOptions configure igwlab serve.
-type ServeOptions struct {
+// Options configure igwlab serve.
+type Options struct {
 	Local    *local.Local
 	Scenario *stacks.Scenario // nil: Envoy's defaults
 	OutDir   string
@@ -29,9 +36,9 @@ type ServeOptions struct {
 	Interval time.Duration
 }
 
-// Serve keeps the local pool up with a scenario's knobs until ctx ends, showing live per-pod
+// Run keeps the local pool up with a scenario's knobs until ctx ends, showing live per-pod
 // numbers, then reports the distribution the user's client produced and how it behaved.
-func Serve(ctx context.Context, o ServeOptions) (*Summary, error) {
+func Run(ctx context.Context, o Options) (*suite.Summary, error) {
 	if o.Interval == 0 {
 		o.Interval = time.Second
 	}
@@ -53,7 +60,7 @@ func Serve(ctx context.Context, o ServeOptions) (*Summary, error) {
 	} else {
 		fmt.Fprintf(o.Out, "gateway VIP (h2c, prior knowledge): %s\n", vip)
 	}
-	fmt.Fprintf(o.Out, "knobs: %s\n", knobText(sc.Knobs))
+	fmt.Fprintf(o.Out, "knobs: %s\n", sc.Knobs.Short())
 	for _, p := range pods {
 		fmt.Fprintf(o.Out, "  pod %s admin %s/stats/prometheus\n", p.Name, p.Admin)
 	}
@@ -64,33 +71,33 @@ func Serve(ctx context.Context, o ServeOptions) (*Summary, error) {
 	fmt.Fprintf(o.Out, "try:  h2load -c 4 -m 100 -D 20 %s/get\n      curl --http2-prior-knowledge %s/get\n", vip, vip)
 	fmt.Fprintln(o.Out, "press Ctrl-C to stop and see what your client did")
 
-	pre, _, preErrs := scrape(ctx, t, pods)
-	if err := firstErr(preErrs); err != nil {
+	pre, _, preErrs := measure.Scrape(ctx, t, pods)
+	if err := errors.Join(preErrs...); err != nil {
 		return nil, err
 	}
 	names, _ := stats.Discover(pre, "httpbin")
 	t.Pool.ResetObservation()
 	start := time.Now()
-	smp := newSampler(t, pods, names, pre)
+	smp := measure.NewSampler(t, pods, names, pre)
 	if o.Live != nil {
-		smp.onSample = func(l Live) { writeLive(o.Live, o.LiveTTY, pods, l, t.Pool.Observe()) }
+		smp.OnSample = func(l measure.Live) { writeLive(o.Live, o.LiveTTY, pods, l, t.Pool.Observe()) }
 	}
-	smp.run(ctx, o.Interval) // until Ctrl-C
+	smp.Run(ctx, o.Interval) // until Ctrl-C
 	window := time.Since(start)
 	if o.Live != nil && o.LiveTTY {
 		fmt.Fprintln(o.Live)
 	}
 
 	bg := context.WithoutCancel(ctx)
-	post, _, postErrs := scrape(bg, t, pods)
-	if err := firstErr(postErrs); err != nil {
+	post, _, postErrs := measure.Scrape(bg, t, pods)
+	if err := errors.Join(postErrs...); err != nil {
 		return nil, err
 	}
 	if n, err := stats.Discover(append(pre, post...), "httpbin"); err == nil {
 		names = n
 	}
-	in := analysis.Input{Scenario: scenarioInput(sc), Departures: info.Departures, Window: window, Peaks: smp.peaks,
-		ClosedDuringLoad: smp.closedDuringLoad()}
+	in := analysis.Input{Scenario: analysis.ScenarioOf(sc), Departures: info.Departures, Window: window, Peaks: smp.Peaks,
+		ClosedDuringLoad: smp.ClosedDuringLoad()}
 	for i := range pods {
 		in.Pre = append(in.Pre, stats.Extract(pre[i], names))
 		in.Post = append(in.Post, stats.Extract(post[i], names))
@@ -99,20 +106,20 @@ func Serve(ctx context.Context, o ServeOptions) (*Summary, error) {
 	obs := t.Pool.Observe()
 	verdicts := Classify(obs, sc.Knobs, res.RefusedStreams, res.ProtocolErrors)
 	dir := filepath.Join(o.OutDir, time.Now().UTC().Format("20060102T150405Z")+"-serve")
-	var ew errs
-	writeScenarioResults(filepath.Join(dir, "serve"), res, &in, &ew)
-	ew.add(writeFile(filepath.Join(dir, "serve", "timeseries.csv"), smp.csv()))
-	sum := &Summary{Target: info.Name, Pods: info.Pods, Concurrency: info.Concurrency, Repeat: 1,
+	var ew measure.Errs
+	measure.WriteScenarioResults(filepath.Join(dir, "serve"), res, &in, &ew)
+	ew.Add(measure.WriteFile(filepath.Join(dir, "serve", "timeseries.csv"), smp.CSV()))
+	sum := &suite.Summary{Target: info.Name, Pods: info.Pods, Concurrency: info.Concurrency, Repeat: 1,
 		Started: start.UTC(), Finished: time.Now().UTC(), Complete: true, Info: info, Names: names,
 		Order: []string{"serve"}, Scenarios: map[string]*analysis.Result{"serve": res},
 		Hypotheses: map[string]analysis.Verdict{}, Dir: dir}
 	for _, v := range verdicts {
 		sum.Hypotheses[v.ID] = v
 	}
-	ew.add(writeJSON(filepath.Join(dir, "serve", "client_behaviour.json"), obs))
-	ew.add(writeJSON(filepath.Join(dir, "summary.json"), sum))
+	ew.Add(measure.WriteJSON(filepath.Join(dir, "serve", "client_behaviour.json"), obs))
+	ew.Add(measure.WriteJSON(filepath.Join(dir, "summary.json"), sum))
 	writeServeReport(o.Out, res, obs, verdicts, dir)
-	return sum, ew.err()
+	return sum, ew.Err()
 }
 
 // Classify says how an uninstrumented client behaved at the gateway's limits. refused and
@@ -160,7 +167,7 @@ func Classify(o emulator.Observation, k stacks.Knobs, refused, protocolErrors fl
 	return append(out, ga)
 }
 
-func writeLive(w io.Writer, tty bool, pods []gateway.Pod, l Live, o emulator.Observation) {
+func writeLive(w io.Writer, tty bool, pods []gateway.Pod, l measure.Live, o emulator.Observation) {
 	parts := make([]string, 0, len(pods))
 	for i, p := range pods {
 		parts = append(parts, fmt.Sprintf("p%d=%d", i, int(l.Connections[p.Name])))
