@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/igwlab/igwlab/infra"
 	"github.com/igwlab/igwlab/runner/stack"
+	"github.com/igwlab/igwlab/stacks"
 )
 
 // FlipResult times scenario flips through the Automation API: the program in-process, the real
@@ -21,7 +23,18 @@ type FlipResult struct {
 	MaxS     float64            `json:"max_s"`
 }
 
-var flipOrder = []string{"01-baseline", "02-trigger", "03-mcs-cap", "04-mrpc", "10-rotation", "13-conn-balance", "02-trigger"}
+// flipOrder is the sequence of scenarios a flip benchmark switches through: no knob, a stream
+// cap, count and time rotation, a listener-level change (exact_balance replaces the listener)
+// and back, named by the calls they feed and their roles there.
+var flipOrder = func() []string {
+	cat, err := stacks.Builtin()
+	if err != nil {
+		panic(err) // the built-in catalog is checked by its own tests
+	}
+	f := cat.Feeds()
+	return []string{f.Scenario("H-A", "baseline"), f.Scenario("H-A", "trigger"), f.Scenario("H-B h2dial", "capped"),
+		f.Scenario("H-C h2dial", "rotated"), f.Scenario("S10", "rotation"), f.Scenario("H-E", "balanced"), f.Scenario("H-A", "trigger")}
+}()
 
 func flipBench(ctx context.Context, o Options, progress io.Writer) (*FlipResult, error) {
 	tmp, err := os.MkdirTemp("", "igwlab-bench-flip-")
@@ -45,7 +58,7 @@ func flipBench(ctx context.Context, o Options, progress io.Writer) (*FlipResult,
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range map[string]string{"cluster": "existing", "renderDir": filepath.Join(tmp, "render"), "installUpstream": "false",
+	for k, v := range map[string]string{"cluster": infra.ClusterExisting, "renderDir": filepath.Join(tmp, "render"), "installUpstream": "false",
 		"buildImages": "false", "monitoring": "false", "scenario": flipOrder[0]} {
 		if err := st.SetConfig(ctx, "igwlab:"+k, v, false); err != nil {
 			return nil, err

@@ -24,9 +24,17 @@ import (
 	"github.com/igwlab/igwlab/stacks"
 )
 
+// The kinds of cluster the program runs on (igwlab:cluster).
+const (
+	// ClusterK3d is a k3d cluster the program creates.
+	ClusterK3d = "k3d"
+	// ClusterExisting is a cluster of the user's, reached by kubeconfig and context.
+	ClusterExisting = "existing"
+)
+
 // Config is the stack's configuration, read once (namespace "igwlab").
 type Config struct {
-	// Cluster is "k3d" (create one with k3d) or "existing" (use Kubeconfig/KubeContext).
+	// Cluster is ClusterK3d (create one with k3d) or ClusterExisting (use Kubeconfig/KubeContext).
 	Cluster     string
 	ClusterName string
 	K3sImage    string
@@ -89,7 +97,7 @@ type Images struct {
 
 // Defaults are the lab's pins.
 var Defaults = Config{
-	Cluster: "k3d", ClusterName: "igw-tc-lab", K3sImage: "rancher/k3s:v1.33.4-k3s1", HostPort: 18080, APIPort: 6550,
+	Cluster: ClusterK3d, ClusterName: "igw-tc-lab", K3sImage: "rancher/k3s:v1.33.4-k3s1", HostPort: 18080, APIPort: 6550,
 	IstioVersion: "1.27.9", GatewayAPIVersion: "v1.3.0", GatewayReplicas: 6, ProxyConcurrency: 1,
 	WaypointReplicas: 3, Scenario: stacks.DefaultScenario, Monitoring: true, KubePrometheusStackVersion: "84.5.0",
 	// Istio's default is 45 s. The runner waits for the drain after every scenario switch, and
@@ -287,7 +295,7 @@ func (c Config) Validate() error {
 	var errs []error
 	bad := func(key, value, allowed string) { errs = append(errs, &ConfigError{key, value, allowed}) }
 	switch c.Cluster {
-	case "k3d":
+	case ClusterK3d:
 		if !namePattern.MatchString(c.ClusterName) {
 			bad("clusterName", c.ClusterName, "lower-case letters, digits and dashes, at most 32 characters")
 		}
@@ -297,7 +305,7 @@ func (c Config) Validate() error {
 		if c.APIPort == c.HostPort {
 			bad("apiPort", fmt.Sprint(c.APIPort), "a port other than igwlab:hostPort (both are published on 127.0.0.1)")
 		}
-	case "existing":
+	case ClusterExisting:
 		if c.RenderDir == "" && c.Kubeconfig == "" && c.KubeContext == "" {
 			bad("kubeconfig", c.Kubeconfig, "a kubeconfig path (or set kubeContext) when cluster is existing")
 		}
@@ -341,7 +349,7 @@ func (c Config) Validate() error {
 	if allowed := c.Upstream.check(c.Monitoring); allowed != "" {
 		bad("upstreamDir", c.Upstream.Dir, allowed)
 	}
-	if c.RenderDir != "" && c.Cluster == "k3d" {
+	if c.RenderDir != "" && c.Cluster == ClusterK3d {
 		bad("cluster", c.Cluster, "existing when renderDir is set (render mode needs no cluster)")
 	}
 	return errors.Join(errs...)

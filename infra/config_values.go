@@ -53,11 +53,11 @@ func (c Config) checkH2dialImage() []error {
 		}
 		return nil
 	}
-	if c.RenderDir != "" || c.SkipAwait || (c.Cluster == "k3d" && c.BuildImages) {
+	if c.RenderDir != "" || c.SkipAwait || (c.Cluster == ClusterK3d && c.BuildImages) {
 		return nil
 	}
 	why := "required with igwlab:cluster existing (the lab builds h2dial into k3d only)"
-	if c.Cluster == "k3d" {
+	if c.Cluster == ClusterK3d {
 		why = "required with igwlab:buildImages false (nothing else puts h2dial on the nodes)"
 	}
 	return []error{&ConfigError{"h2dialImage", "", fmt.Sprintf("%s; %s: build and push it with docker build -t REGISTRY/igwlab/h2dial:TAG -f %s . && docker push REGISTRY/igwlab/h2dial:TAG",

@@ -13,18 +13,19 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/igwlab/igwlab/infra"
 	"github.com/igwlab/igwlab/internal/atomicfile"
 	"github.com/igwlab/igwlab/runner/cli/app"
 	"github.com/igwlab/igwlab/runner/stack"
 )
 
-// runKubeconfig puts the k3d lab's kubeconfig (a secret stack output) where kubectl finds it:
+// runKubeconfig puts the lab cluster's kubeconfig (a secret stack output) where kubectl finds it:
 // merged into the default kubeconfig, or written to its own file with --out. It prints the
 // context name (and the file), never the kubeconfig: it holds the cluster's admin key.
 func kubeconfigCmd(e *app.Env) *cobra.Command {
 	var sf app.StackFlags
 	var out string
-	c := app.Command("kubeconfig", "merge the k3d lab's kubeconfig into ~/.kube/config (or --out FILE) for kubectl; prints the context, never the key",
+	c := app.Command("kubeconfig", "merge the lab cluster's kubeconfig into ~/.kube/config (or --out FILE) for kubectl; prints the context, never the key",
 		func(cmd *cobra.Command) error { return runKubeconfig(cmd.Context(), &sf, out, e.Stdout, e.Stderr) })
 	sf.Register(c.Flags())
 	c.Flags().StringVar(&out, "out", "", "write the kubeconfig to this file (mode 0600) instead of merging it into the default one")
@@ -45,7 +46,8 @@ func runKubeconfig(ctx context.Context, sf *app.StackFlags, out string, stdout, 
 	}
 	kc, _ := outs["kubeconfig"].(string)
 	if kc == "" {
-		return fmt.Errorf("stack %s has no kubeconfig output: it is made for a k3d cluster (igwlab:cluster k3d) once pulumi up -s %s has run", sf.Name, sf.Name)
+		return fmt.Errorf("stack %s has no kubeconfig output: it is made for a %s cluster (igwlab:cluster %s) once pulumi up -s %s has run",
+			sf.Name, infra.ClusterK3d, infra.ClusterK3d, sf.Name)
 	}
 	path, ctxName, err := writeKubeconfig([]byte(kc), out)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/igwlab/igwlab/runner/suite"
+	"github.com/igwlab/igwlab/stacks"
 )
 
 // UsageError is a bad command line: exit code 2.
@@ -83,12 +84,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, lab Lab) 
 // Root builds the command tree.
 func (e *Env) Root() *cobra.Command {
 	root := &cobra.Command{
-		Use:   "igwlab",
-		Short: "reproduce and measure Istio ingress gateway thread concentration",
-		Example: `  igwlab suite                                   the whole suite on the local emulated pool
-  igwlab suite --only 02-trigger,04-mrpc --repeat 3
-  igwlab suite --concurrency 2                   includes 13-conn-balance and its control
-  igwlab serve --scenario 03-mcs-cap             then point h2load/curl/your client at the printed URL`,
+		Use:           "igwlab",
+		Short:         "reproduce and measure Istio ingress gateway thread concentration",
+		Example:       examples(),
 		SilenceErrors: true, SilenceUsage: true,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
@@ -112,11 +110,24 @@ func (e *Env) Root() *cobra.Command {
 	return root
 }
 
+// examples shows command lines with scenarios of the built-in catalog, by the roles they play.
+func examples() string {
+	f := stacks.Feeds{}
+	if cat, err := stacks.Builtin(); err == nil {
+		f = cat.Feeds()
+	}
+	return fmt.Sprintf(`  igwlab suite                                   the whole suite on the local emulated pool
+  igwlab suite --only %s,%s --repeat 3
+  igwlab suite --concurrency 2                   includes %s and its control
+  igwlab serve --scenario %s             then point h2load/curl/your client at the printed URL`,
+		f.Scenario("H-A", "trigger"), f.Scenario("H-C h2dial", "rotated"), f.Scenario("H-E", "balanced"), f.Scenario("H-B h2dial", "capped"))
+}
+
 // labCommands are the real lab's commands, for a binary that hands them to igwlab-lab.
 var labCommands = []struct{ name, summary string }{
 	{"preview", "show what switching the lab stack to a scenario (or a knob) would change (pulumi preview --diff)"},
 	{"up", "switch the lab stack to a scenario (or a knob override) and apply it"},
-	{"kubeconfig", "merge the k3d lab's kubeconfig into ~/.kube/config (or --out FILE) for kubectl; prints the context, never the key"},
+	{"kubeconfig", "merge the lab cluster's kubeconfig into ~/.kube/config (or --out FILE) for kubectl; prints the context, never the key"},
 }
 
 func commandNames(root *cobra.Command) []string {

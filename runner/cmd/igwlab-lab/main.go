@@ -1,5 +1,5 @@
 // Command igwlab-lab is igwlab with the real lab linked in: the Pulumi stack's commands (up,
-// preview, kubeconfig) and its targets (suite --target k3d or existing). igwlab runs it for
+// preview, kubeconfig) and its targets (runner/gateway/cluster). igwlab runs it for
 // those command lines; it runs every other command line itself too. See runner/cli.
 package main
 
