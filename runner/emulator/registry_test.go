@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/igwlab/igwlab/runner/stats"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -37,20 +38,10 @@ func TestEveryKnobIsEmulated(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var dump struct {
-			Configs []struct {
-				Listeners []struct {
-					Active struct {
-						Listener map[string]any `json:"listener"`
-					} `json:"active_state"`
-				} `json:"dynamic_listeners"`
-			} `json:"configs"`
-		}
-		if err := json.Unmarshal(b, &dump); err != nil {
+		l, hcm, err := stats.GatewayListener(b, "outbound_0.0.0.0_80")
+		if err != nil {
 			t.Fatal(err)
 		}
-		l := dump.Configs[0].Listeners[0].Active.Listener
-		hcm := l["filter_chains"].([]any)[0].(map[string]any)["filters"].([]any)[0].(map[string]any)["typed_config"].(map[string]any)
 		var back stacks.Knobs
 		if err := back.ReadEnvoy(l, "listener.", "name", "address", "filter_chains"); err != nil {
 			t.Fatal(err)

@@ -8,9 +8,9 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/igwlab/igwlab/internal/registry"
 	"github.com/igwlab/igwlab/runner/emulator"
 	"github.com/igwlab/igwlab/stacks"
 )
@@ -64,31 +64,16 @@ type Timing struct {
 	Source string
 }
 
-var (
-	mu      sync.Mutex
-	drivers = map[Kind]Driver{}
-)
+var drivers = registry.New[Kind, Driver]("kind of target")
 
 // Register makes a kind of target available to Open. It panics on a second driver of the same
 // kind: two packages cannot both own a kind.
-func Register(d Driver) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := drivers[d.Kind]; dup {
-		panic(fmt.Sprintf("gateway: kind %q registered twice", d.Kind))
-	}
-	drivers[d.Kind] = d
-}
+func Register(d Driver) { drivers.Register(d.Kind, d) }
 
 // Drivers lists the registered kinds, in Order.
 func Drivers() []Driver {
-	mu.Lock()
-	defer mu.Unlock()
-	out := make([]Driver, 0, len(drivers))
-	for _, d := range drivers {
-		out = append(out, d)
-	}
-	slices.SortFunc(out, func(a, b Driver) int { return cmp.Or(cmp.Compare(a.Order, b.Order), cmp.Compare(a.Kind, b.Kind)) })
+	out := drivers.All()
+	slices.SortStableFunc(out, func(a, b Driver) int { return cmp.Compare(a.Order, b.Order) })
 	return out
 }
 
@@ -98,9 +83,7 @@ var ErrUnknownKind = errors.New("unknown kind of target")
 // Lookup returns the driver of a kind, or an error wrapping ErrUnknownKind that lists the kinds
 // this program has.
 func Lookup(kind Kind) (Driver, error) {
-	mu.Lock()
-	d, ok := drivers[kind]
-	mu.Unlock()
+	d, ok := drivers.Lookup(kind)
 	if !ok {
 		return Driver{}, fmt.Errorf("%w %q: allowed %s", ErrUnknownKind, kind, KindList())
 	}

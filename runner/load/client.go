@@ -2,11 +2,11 @@ package load
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
-	"sync"
+
+	"github.com/igwlab/igwlab/internal/registry"
 )
 
 // Client is a kind of load client: how it runs in this process against a target address, and
@@ -49,28 +49,27 @@ type Job struct {
 	Args func(s Spec, target string) []string
 }
 
-var (
-	clientsMu sync.Mutex
-	clients   = map[string]Client{}
-)
+var clients = registry.New[string, Client]("load client")
 
 // Register makes a kind of client available to Run and to the cluster target.
-func Register(c Client) {
-	clientsMu.Lock()
-	defer clientsMu.Unlock()
-	if _, dup := clients[c.Kind]; dup {
-		panic(fmt.Sprintf("load: client %q registered twice", c.Kind))
-	}
-	clients[c.Kind] = c
-}
+func Register(c Client) { clients.Register(c.Kind, c) }
 
 // Lookup returns the client of a kind.
 func Lookup(kind string) (Client, error) {
-	clientsMu.Lock()
-	defer clientsMu.Unlock()
-	c, ok := clients[kind]
+	c, ok := clients.Lookup(kind)
 	if !ok {
-		return Client{}, fmt.Errorf("load: unknown client %q (allowed %s)", kind, strings.Join(slices.Sorted(maps.Keys(clients)), ", "))
+		return Client{}, fmt.Errorf("load: unknown client %q (allowed %s)", kind, strings.Join(clients.Kinds(), ", "))
 	}
 	return c, nil
+}
+
+// readJSON reads a client's JSON output as its native type and turns it into a Result.
+func readJSON[T any](client string, result func(*T) *Result) func([]byte) (*Result, error) {
+	return func(out []byte) (*Result, error) {
+		var r T
+		if err := json.Unmarshal(out, &r); err != nil {
+			return nil, fmt.Errorf("reading %s's JSON: %w", client, err)
+		}
+		return result(&r), nil
+	}
 }

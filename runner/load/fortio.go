@@ -3,7 +3,6 @@ package load
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http/httptrace"
@@ -24,13 +23,7 @@ func init() {
 	Register(Client{Kind: "fortio", Run: runFortio, InCluster: InCluster{
 		Exec: &Exec{Selector: "app=fortio", Container: "fortio",
 			Command: func(s Spec, target string) []string { return append([]string{"fortio"}, FortioArgs(s, target)...) }},
-		Read: func(out []byte) (*Result, error) {
-			var r fhttp.HTTPRunnerResults
-			if err := json.Unmarshal(out, &r); err != nil {
-				return nil, fmt.Errorf("reading fortio's JSON: %w", err)
-			}
-			return FromFortio(&r, ""), nil
-		}}})
+		Read: readJSON("fortio", func(r *fhttp.HTTPRunnerResults) *Result { return FromFortio(r, "") })}})
 }
 
 var fortioLogOnce sync.Once

@@ -2,7 +2,6 @@ package load
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -17,13 +16,7 @@ func init() {
 	Register(Client{Kind: "h2dial", Run: runH2dial, InCluster: InCluster{
 		Exec: &Exec{Selector: "app=h2dial", Container: "h2dial",
 			Command: func(s Spec, target string) []string { return append([]string{"/h2dial"}, H2dialArgs(s, target)...) }},
-		Read: func(out []byte) (*Result, error) {
-			var r h2dial.Result
-			if err := json.Unmarshal(out, &r); err != nil {
-				return nil, fmt.Errorf("reading h2dial's JSON: %w", err)
-			}
-			return FromH2dial(&r), nil
-		}}})
+		Read: readJSON("h2dial", FromH2dial)}})
 }
 
 func runH2dial(ctx context.Context, s Spec) (*Result, error) {
