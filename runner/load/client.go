@@ -42,9 +42,10 @@ type Exec struct {
 type Job struct {
 	// Name prefixes the Job's name and names its container.
 	Name string
-	// ImageKey is the stack config key (see internal/configkey) that sets the Job's image;
-	// unset, the lab program's default for that key is used.
-	ImageKey string
+	// Image is the Job's image, pinned; ImageKey, when set, is the stack config key (see
+	// internal/configkey) that overrides it, and the lab program's default for that key is
+	// used when neither says.
+	Image, ImageKey string
 	// Args are the container's arguments against target (host:port).
 	Args func(s Spec, target string) []string
 }

@@ -284,7 +284,7 @@ func (c *Cluster) Load(ctx context.Context, spec load.Spec) (*load.Result, error
 	case run.Exec != nil:
 		out, err = c.execIn(ctx, run.Exec.Selector, run.Exec.Container, run.Exec.Command(spec, ServiceAddr))
 	case run.Job != nil:
-		out, err = c.o.Kube.RunJob(ctx, loadJob(run.Job.Name, c.image(ctx, run.Job.ImageKey), run.Job.Args(spec, ServiceAddr)))
+		out, err = c.o.Kube.RunJob(ctx, loadJob(run.Job.Name, c.image(ctx, run.Job), run.Job.Args(spec, ServiceAddr)))
 	default:
 		return nil, fmt.Errorf("the %s client has no way to run in a cluster", spec.Kind)
 	}
@@ -309,18 +309,21 @@ func (c *Cluster) execIn(ctx context.Context, selector, container string, cmd []
 // defaultImages are the lab program's images of the clients that run as Jobs, by config key.
 var defaultImages = map[string]string{configkey.GHZImage: infra.Defaults.Images.GHZ}
 
-// image is the image a Job client runs: set on the target, else in the stack's config, else
-// the program's default.
-func (c *Cluster) image(ctx context.Context, key string) string {
-	if img := c.o.Images[key]; img != "" {
+// image is the image a Job client runs: set on the target, else in the stack's config under
+// the client's key, else the client's own, else the program's default for the key.
+func (c *Cluster) image(ctx context.Context, job *load.Job) string {
+	if img := c.o.Images[job.ImageKey]; img != "" && job.ImageKey != "" {
 		return img
 	}
-	if c.o.Stack != nil {
-		if img, ok, _ := c.o.Stack.GetConfig(ctx, configkey.Full(key)); ok && img != "" {
+	if c.o.Stack != nil && job.ImageKey != "" {
+		if img, ok, _ := c.o.Stack.GetConfig(ctx, configkey.Full(job.ImageKey)); ok && img != "" {
 			return img
 		}
 	}
-	return defaultImages[key]
+	if job.Image != "" {
+		return job.Image
+	}
+	return defaultImages[job.ImageKey]
 }
 
 // loadJob is a Job running one client: name prefixes it, labels it and names its container.
