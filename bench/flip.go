@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/igwlab/igwlab/infra"
+	"github.com/igwlab/igwlab/internal/configkey"
 	"github.com/igwlab/igwlab/runner/stack"
 	"github.com/igwlab/igwlab/stacks"
 )
@@ -58,9 +59,9 @@ func flipBench(ctx context.Context, o Options, progress io.Writer) (*FlipResult,
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range map[string]string{"cluster": infra.ClusterExisting, "renderDir": filepath.Join(tmp, "render"), "installUpstream": "false",
-		"buildImages": "false", "monitoring": "false", "scenario": flipOrder[0]} {
-		if err := st.SetConfig(ctx, "igwlab:"+k, v, false); err != nil {
+	for k, v := range map[string]string{configkey.Cluster: infra.ClusterExisting, configkey.RenderDir: filepath.Join(tmp, "render"),
+		configkey.InstallUpstream: "false", configkey.BuildImages: "false", configkey.Monitoring: "false", configkey.Scenario: flipOrder[0]} {
+		if err := st.SetConfig(ctx, configkey.Full(k), v, false); err != nil {
 			return nil, err
 		}
 	}

@@ -49,7 +49,7 @@ func (c Config) checkH2dialImage() []error {
 	if img != "" {
 		m := imageRef.FindStringSubmatch(img)
 		if m == nil || (m[1] == "" && m[2] == "") || m[1] == "latest" {
-			return []error{&ConfigError{"h2dialImage", img, h2dialImageAllowed}}
+			return []error{&ConfigError{configkey.H2dialImage, img, h2dialImageAllowed}}
 		}
 		return nil
 	}
@@ -60,6 +60,6 @@ func (c Config) checkH2dialImage() []error {
 	if c.Cluster == ClusterK3d {
 		why = "required with igwlab:buildImages false (nothing else puts h2dial on the nodes)"
 	}
-	return []error{&ConfigError{"h2dialImage", "", fmt.Sprintf("%s; %s: build and push it with docker build -t REGISTRY/igwlab/h2dial:TAG -f %s . && docker push REGISTRY/igwlab/h2dial:TAG",
+	return []error{&ConfigError{configkey.H2dialImage, "", fmt.Sprintf("%s; %s: build and push it with docker build -t REGISTRY/igwlab/h2dial:TAG -f %s . && docker push REGISTRY/igwlab/h2dial:TAG",
 		h2dialImageAllowed, why, H2dialDockerfile)}}
 }

@@ -8,10 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
-	"github.com/spf13/cobra"
 
 	"github.com/igwlab/igwlab/infra"
 	"github.com/igwlab/igwlab/internal/atomicfile"

@@ -3,7 +3,6 @@ package app
 import (
 	"regexp"
 	"strings"
-
 	"time"
 
 	"github.com/spf13/pflag"

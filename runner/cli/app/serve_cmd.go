@@ -7,10 +7,9 @@ import (
 	"os"
 	"time"
 
-	"golang.org/x/term"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 
 	"github.com/igwlab/igwlab/dashboard"
 	"github.com/igwlab/igwlab/internal/atomicfile"
