@@ -75,7 +75,7 @@ func diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout, stderr i
 			fmt.Fprintf(stderr, "diagnose: watching %d admin endpoint(s) for %s\n", len(urls), *duration)
 			src = diagnose.AdminSource{URLs: urls, Duration: *duration, Timeout: *timeout}
 		default:
-			return Usagef("diagnose needs a source: --prometheus URL, or --admin URL,URL,... (igwlab-lab diagnose also reads pods through Kubernetes)")
+			return Usagef("diagnose needs a source: --prometheus URL, or --admin URL,URL,...")
 		}
 		if *timeout <= 0 || *timeout > 10*time.Minute {
 			return Usagef("--timeout %s: allowed (0, 10m]", *timeout)
