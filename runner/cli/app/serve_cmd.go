@@ -23,18 +23,18 @@ func (e *Env) serveCmd() *cobra.Command {
 }
 
 func serveFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout, stderr io.Writer) error {
-	var pf poolFlags
+	var pf local.PoolFlags
 	scenario := fs.String("scenario", "", "scenario whose knobs the pool runs with (default: Envoy's defaults)")
 	port := fs.Int("port", 0, "port of the gateway VIP on 127.0.0.1 (0 picks a free one)")
 	out := fs.String("out", "results", "results root; serve writes <out>/<UTC timestamp>-serve/")
 	catalogDir := fs.String("catalog", "", "also load the scenario files in this folder")
 	quiet := fs.BoolP("q", "q", false, "no live table on stderr")
 	promConfig := fs.String("prometheus-config", "", "write a Prometheus scrape config for the running pool to this file")
-	pf.register(fs)
+	pf.Register(fs)
 	return func(ctx context.Context, stdout, stderr io.Writer) error {
-		cfg, err := pf.config()
+		cfg, err := pf.Config()
 		if err != nil {
-			return err
+			return UsageError{err}
 		}
 		if *port < 0 || *port > 65535 {
 			return Usagef("--port %d: allowed 0..65535 (0 picks a free port)", *port)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/igwlab/igwlab/runner/analysis"
 	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/gateway/local"
 	"github.com/igwlab/igwlab/runner/suite"
 )
 
@@ -22,7 +23,7 @@ import (
 type suiteArgs struct {
 	fs                       *pflag.FlagSet
 	only, skip               listFlag
-	pf                       poolFlags
+	pf                       local.PoolFlags
 	sf                       StackFlags
 	targetName, out, catalog string
 	resume                   string
@@ -49,7 +50,7 @@ func (a *suiteArgs) register(fs *pflag.FlagSet, lab bool) {
 	fs.BoolVarP(&a.quiet, "q", "q", false, "no progress on stderr")
 	fs.BoolVar(&a.asJSON, "json", false, "print summary.json to stdout instead of the evaluation block")
 	fs.StringVar(&a.resume, "resume", "", "continue the interrupted run in this results folder, with its settings: finished scenarios are kept, the rest run")
-	a.pf.register(fs)
+	a.pf.Register(fs)
 	a.sf.Register(fs)
 }
 
@@ -171,9 +172,9 @@ func (e *Env) openTarget(ctx context.Context, a *suiteArgs) (gateway.Target, err
 		}
 		return nil, Usagef("--target %q: allowed %s", a.targetName, gateway.KindList())
 	}
-	pool, err := a.pf.config()
+	pool, err := a.pf.Config()
 	if err != nil {
-		return nil, err
+		return nil, UsageError{err}
 	}
 	if err := a.sf.Check(); err != nil {
 		return nil, err
