@@ -10,7 +10,7 @@ import (
 
 	"github.com/igwlab/igwlab/infra"
 	"github.com/igwlab/igwlab/internal/configkey"
-	"github.com/igwlab/igwlab/runner/stack"
+	"github.com/igwlab/igwlab/runner/pulumistack"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -52,7 +52,7 @@ func flipBench(ctx context.Context, o Options, progress io.Writer) (*FlipResult,
 	// The Automation API finds the CLI on this process's PATH; render mode refuses a kubeconfig.
 	restore := setenv(map[string]string{"PATH": path, "KUBECONFIG": ""})
 	defer restore()
-	st, err := stack.Open(ctx, stack.Options{Name: "igwlab-bench-flip", Inline: true, InlineDir: filepath.Join(tmp, "work"), Env: map[string]string{
+	st, err := pulumistack.Open(ctx, pulumistack.Options{Name: "igwlab-bench-flip", Inline: true, InlineDir: filepath.Join(tmp, "work"), Env: map[string]string{
 		"PATH": path, "PULUMI_HOME": filepath.Join(tmp, "home"), "PULUMI_BACKEND_URL": "file://" + filepath.Join(tmp, "state"),
 		"PULUMI_CONFIG_PASSPHRASE": "", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true", "KUBECONFIG": "",
 	}})

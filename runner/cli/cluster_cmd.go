@@ -11,7 +11,7 @@ import (
 
 	"github.com/igwlab/igwlab/internal/configkey"
 	"github.com/igwlab/igwlab/runner/cli/app"
-	"github.com/igwlab/igwlab/runner/stack"
+	"github.com/igwlab/igwlab/runner/pulumistack"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -89,7 +89,7 @@ func flip(ctx context.Context, verb string, args []string, scenario string, sets
 	if err := sf.Check(); err != nil {
 		return err
 	}
-	st, release, err := stack.OpenFor(ctx, stackOptions(sf), strings.Join(args, " "))
+	st, release, err := pulumistack.OpenFor(ctx, stackOptions(sf), strings.Join(args, " "))
 	if err != nil {
 		return err
 	}
@@ -126,6 +126,6 @@ func flip(ctx context.Context, verb string, args []string, scenario string, sets
 }
 
 // stackOptions opens the stack the flags select.
-func stackOptions(sf *app.StackFlags) stack.Options {
-	return stack.Options{Name: sf.Name, Inline: sf.Inline, InlineDir: sf.InlineDir}
+func stackOptions(sf *app.StackFlags) pulumistack.Options {
+	return pulumistack.Options{Name: sf.Name, Inline: sf.Inline, InlineDir: sf.InlineDir}
 }

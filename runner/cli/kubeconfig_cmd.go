@@ -15,7 +15,7 @@ import (
 	"github.com/igwlab/igwlab/infra"
 	"github.com/igwlab/igwlab/internal/atomicfile"
 	"github.com/igwlab/igwlab/runner/cli/app"
-	"github.com/igwlab/igwlab/runner/stack"
+	"github.com/igwlab/igwlab/runner/pulumistack"
 )
 
 // runKubeconfig puts the lab cluster's kubeconfig (a secret stack output) where kubectl finds it:
@@ -35,7 +35,7 @@ func runKubeconfig(ctx context.Context, sf *app.StackFlags, out string, stdout, 
 	if err := sf.Check(); err != nil {
 		return err
 	}
-	st, _, err := stack.OpenFor(ctx, stackOptions(sf), "")
+	st, _, err := pulumistack.OpenFor(ctx, stackOptions(sf), "")
 	if err != nil {
 		return err
 	}

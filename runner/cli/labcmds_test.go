@@ -17,30 +17,30 @@ import (
 	"github.com/igwlab/igwlab/infra"
 	"github.com/igwlab/igwlab/runner/gateway/cluster"
 	"github.com/igwlab/igwlab/runner/gateway/gatewaytest"
-	"github.com/igwlab/igwlab/runner/stack"
+	"github.com/igwlab/igwlab/runner/pulumistack"
 	"github.com/igwlab/igwlab/runner/suite"
 	"github.com/igwlab/igwlab/stacks"
 )
 
 // fakeStackOpen makes the commands open st instead of a Pulumi stack, for one test.
-func fakeStackOpen(t *testing.T, st stack.Stack) *int {
+func fakeStackOpen(t *testing.T, st pulumistack.Stack) *int {
 	t.Helper()
 	opened := new(int)
-	prev := stack.Opener
-	stack.Opener = func(context.Context, stack.Options) (stack.Stack, error) {
+	prev := pulumistack.Opener
+	pulumistack.Opener = func(context.Context, pulumistack.Options) (pulumistack.Stack, error) {
 		*opened++
 		if st == nil {
 			return nil, errors.New("no stack in this test")
 		}
 		return st, nil
 	}
-	t.Cleanup(func() { stack.Opener = prev })
+	t.Cleanup(func() { pulumistack.Opener = prev })
 	return opened
 }
 
 // TestLabCommandsFailFastWhileTheStackIsHeld: while a suite holds the stack (its lock, taken
 // here on a descriptor of its own, which flock treats exactly as another process's; the
-// cross-process case is runner/stack's test), preview, up and another suite fail at once,
+// cross-process case is runner/pulumistack's test), preview, up and another suite fail at once,
 // naming the holder, and never open the stack.
 func TestLabCommandsFailFastWhileTheStackIsHeld(t *testing.T) {
 	root, err := infra.RepoRoot()
@@ -48,7 +48,7 @@ func TestLabCommandsFailFastWhileTheStackIsHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	const name = "igwlab-lock-test"
-	release, err := stack.Lock(root, name, "suite --target k3d")
+	release, err := pulumistack.Lock(root, name, "suite --target k3d")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/gateway/cluster"
 	"github.com/igwlab/igwlab/runner/gateway/local"
-	"github.com/igwlab/igwlab/runner/stack"
+	"github.com/igwlab/igwlab/runner/pulumistack"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -47,7 +47,7 @@ func renderTarget(t *testing.T, name string, pods int) (*cluster.StackLocal, *st
 	env := pulumiEnv(t)
 	t.Setenv("PATH", env["PATH"]) // the Automation API finds the CLI on PATH
 	ctx := context.Background()
-	st, err := stack.Open(ctx, stack.Options{Name: name, Inline: true, Env: env})
+	st, err := pulumistack.Open(ctx, pulumistack.Options{Name: name, Inline: true, Env: env})
 	if err != nil {
 		t.Fatal(err)
 	}

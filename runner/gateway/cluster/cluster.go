@@ -18,7 +18,7 @@ import (
 	"github.com/igwlab/igwlab/internal/jwt"
 	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/load"
-	"github.com/igwlab/igwlab/runner/stack"
+	"github.com/igwlab/igwlab/runner/pulumistack"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -39,7 +39,7 @@ var ServiceAddr = "istio-ingressgateway." + infra.GatewayNamespace + ".svc.clust
 type ClusterOptions struct {
 	Name     string // k3d or existing
 	Kube     Kube
-	Stack    stack.Stack
+	Stack    pulumistack.Stack
 	Progress io.Writer // Pulumi's progress goes here
 	// DrainTimeout bounds the wait for listeners drained by an EnvoyFilter change (default:
 	// the lab's drain time plus DrainMargin).
@@ -58,7 +58,7 @@ const DrainMargin = 30 * time.Second
 // DrainTimeout is how long to wait, after a scenario switch on a lab stack, for the listeners
 // it replaced to drain: the stack's igwlab:gatewayDrainDuration (the program's default when
 // unset; Envoy keeps a replaced listener exactly that long) plus DrainMargin.
-func DrainTimeout(ctx context.Context, st stack.Stack) (time.Duration, error) {
+func DrainTimeout(ctx context.Context, st pulumistack.Stack) (time.Duration, error) {
 	d := infra.Defaults.GatewayDrainDuration
 	raw, ok, err := st.GetConfig(ctx, configkey.Full(configkey.GatewayDrainDuration))
 	if err != nil {

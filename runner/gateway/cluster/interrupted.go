@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/igwlab/igwlab/runner/gateway"
-	"github.com/igwlab/igwlab/runner/stack"
+	"github.com/igwlab/igwlab/runner/pulumistack"
 )
 
 // upInterrupted checks a stack whose update was cancelled. The Automation API stops the CLI
 // with SIGINT, which lets Pulumi finish the operations in flight and save the state; one that
 // had to be killed leaves pending operations, which the next update refuses until cleared.
 // The answer goes to progress too, because the user is about to walk away from this stack.
-func upInterrupted(st stack.Stack, scenario string, err error, progress io.Writer) error {
+func upInterrupted(st pulumistack.Stack, scenario string, err error, progress io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var state string

@@ -14,7 +14,7 @@ import (
 	"github.com/igwlab/igwlab/infra"
 	"github.com/igwlab/igwlab/internal/configkey"
 	"github.com/igwlab/igwlab/runner/gateway"
-	"github.com/igwlab/igwlab/runner/stack"
+	"github.com/igwlab/igwlab/runner/pulumistack"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -48,7 +48,7 @@ func (c *Cluster) Resolve(lab *stacks.Scenario) (stacks.Scenario, []stacks.Depar
 // Open takes the stack's lock, opens the stack and a Kubernetes client for the cluster of the
 // kind. The target holds the lock until it is closed.
 func Open(ctx context.Context, kind gateway.Kind, o gateway.Options) (gateway.Target, error) {
-	st, release, err := stack.OpenFor(ctx, stack.Options{Name: o.Stack.Name, Inline: o.Stack.Inline, InlineDir: o.Stack.InlineDir},
+	st, release, err := pulumistack.OpenFor(ctx, pulumistack.Options{Name: o.Stack.Name, Inline: o.Stack.Inline, InlineDir: o.Stack.InlineDir},
 		"suite --target "+string(kind))
 	if err != nil {
 		return nil, err
@@ -60,7 +60,7 @@ func Open(ctx context.Context, kind gateway.Kind, o gateway.Options) (gateway.Ta
 	return t, err
 }
 
-func openOn(ctx context.Context, kind gateway.Kind, o gateway.Options, st stack.Stack, release func()) (gateway.Target, error) {
+func openOn(ctx context.Context, kind gateway.Kind, o gateway.Options, st pulumistack.Stack, release func()) (gateway.Target, error) {
 	var kube *KubeClient
 	switch kind {
 	case K3d:
@@ -110,7 +110,7 @@ func Timing(o gateway.Options) (gateway.Timing, error) {
 	if err != nil {
 		return gateway.Timing{}, err
 	}
-	path := stack.ConfigFile(root, stackName)
+	path := pulumistack.ConfigFile(root, stackName)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return gateway.Timing{}, fmt.Errorf("--stack %s: %w", stackName, err)

@@ -16,7 +16,7 @@ import (
 	"github.com/igwlab/igwlab/runner/emulator"
 	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/gateway/local"
-	"github.com/igwlab/igwlab/runner/stack"
+	"github.com/igwlab/igwlab/runner/pulumistack"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -27,7 +27,7 @@ import (
 // program and the emulator agree on what every scenario means.
 type StackLocal struct {
 	*local.Local
-	Stack     stack.Stack
+	Stack     pulumistack.Stack
 	RenderDir string
 	Progress  io.Writer
 }

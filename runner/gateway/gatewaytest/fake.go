@@ -20,7 +20,7 @@ import (
 	"github.com/igwlab/igwlab/infra/envoyfilter"
 	"github.com/igwlab/igwlab/internal/configkey"
 	"github.com/igwlab/igwlab/runner/gateway/cluster"
-	"github.com/igwlab/igwlab/runner/stack"
+	"github.com/igwlab/igwlab/runner/pulumistack"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -221,9 +221,9 @@ func (s *Stack) Up(ctx context.Context, _ io.Writer) (map[string]any, error) {
 }
 
 // Preview records the config changes it was asked to preview; the stack's config is untouched.
-func (s *Stack) Preview(_ context.Context, changes map[string]string, _ io.Writer) (*stack.Preview, error) {
+func (s *Stack) Preview(_ context.Context, changes map[string]string, _ io.Writer) (*pulumistack.Preview, error) {
 	s.Previews = append(s.Previews, changes)
-	return &stack.Preview{Diff: fmt.Sprint(changes)}, nil
+	return &pulumistack.Preview{Diff: fmt.Sprint(changes)}, nil
 }
 func (s *Stack) Destroy(context.Context, io.Writer) error            { return nil }
 func (s *Stack) Cancel(context.Context) error                        { return nil }

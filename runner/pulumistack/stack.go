@@ -1,7 +1,7 @@
-// Package stack is the runner's narrow seam over Pulumi's Automation API: set config, preview
+// Package pulumistack is the runner's narrow seam over Pulumi's Automation API: set config, preview
 // with a diff, up, destroy, cancel. The cluster target and the preview/up commands use this
 // interface; tests use a fake, and the integration tests use the real Automation API.
-package stack
+package pulumistack
 
 import (
 	"bytes"
