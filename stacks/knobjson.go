@@ -26,6 +26,18 @@ func (k Knobs) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
+// MarshalYAML writes the set knobs as the catalog does: nested by their Envoy names under hcm
+// and listener, unset knobs left out (the catalog's decoder reads it back).
+func (k Knobs) MarshalYAML() (any, error) {
+	out := map[string]any{}
+	for _, section := range []string{"hcm", "listener"} {
+		if m := k.Envoy(section + "."); len(m) > 0 {
+			out[section] = m
+		}
+	}
+	return out, nil
+}
+
 // ErrKnobsNotObject is knobs JSON that is not one object.
 var ErrKnobsNotObject = errors.New("not a JSON object of knob path to value")
 

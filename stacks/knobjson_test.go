@@ -1,12 +1,15 @@
 package stacks
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // allSet sets every registered knob to a value inside its range that is not its default.
@@ -55,6 +58,49 @@ func TestKnobsJSONRoundTrip(t *testing.T) {
 	if b, _ := json.Marshal(Knobs{}); string(b) != "{}" {
 		t.Fatalf("no knobs: %s", b)
 	}
+}
+
+// TestKnobsYAMLRoundTrip: knobs written as YAML read back, through the catalog's own decoder
+// and shape check, as the same knobs.
+func TestKnobsYAMLRoundTrip(t *testing.T) {
+	k := allSet(t)
+	b, err := yaml.Marshal(Scenario{Knobs: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var errs []error
+	checkShape("knobs.yaml", doc.Content[0].Content[1+2*fieldIndex(t, doc.Content[0], "knobs")], reflect.TypeOf(Knobs{}), "knobs", &errs)
+	if len(errs) > 0 {
+		t.Fatalf("%s: %v", b, errs)
+	}
+	var back Scenario
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&back); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	if !reflect.DeepEqual(k, back.Knobs) {
+		t.Fatalf("round trip through\n%s\n%v\n%v", b, k.Set(), back.Knobs.Set())
+	}
+	if b, _ := yaml.Marshal(Knobs{}); strings.TrimSpace(string(b)) != "{}" {
+		t.Fatalf("no knobs: %s", b)
+	}
+}
+
+// fieldIndex is the position of key among a mapping node's keys.
+func fieldIndex(t *testing.T, m *yaml.Node, key string) int {
+	t.Helper()
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return i / 2
+		}
+	}
+	t.Fatalf("no %s in the document", key)
+	return 0
 }
 
 func TestKnobsJSONErrors(t *testing.T) {
