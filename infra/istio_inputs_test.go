@@ -90,17 +90,7 @@ func everyKnob(t *testing.T) (map[string]any, stacks.Knobs) {
 	var k stacks.Knobs
 	text := map[string]any{}
 	for _, s := range stacks.Registry {
-		var v string
-		switch s.Type {
-		case stacks.Uint32:
-			v = fmt.Sprint(min(s.Min+4321, s.Max))
-		case stacks.DurationKnob:
-			v = "17s"
-		case stacks.Bool:
-			v = map[string]string{"true": "false", "false": "true"}[s.Default]
-		default:
-			v = "{}"
-		}
+		v := s.Example()
 		if err := s.Set(&k, v); err != nil {
 			t.Fatalf("%s=%s: %v", s.Path, v, err)
 		}

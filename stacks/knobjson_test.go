@@ -16,9 +16,8 @@ import (
 func allSet(t *testing.T) Knobs {
 	t.Helper()
 	var k Knobs
-	probe := map[KnobType]string{Uint32: "70000", DurationKnob: "1.5s", Bool: "false", Presence: "{}"}
 	for _, s := range Registry {
-		if err := s.Set(&k, probe[s.Type]); err != nil {
+		if err := s.Set(&k, s.Example()); err != nil {
 			t.Fatalf("%s: %v", s.Path, err)
 		}
 	}
@@ -34,7 +33,7 @@ func TestCloneSharesNothing(t *testing.T) {
 	*c.HCM.HTTP2.MaxConcurrentStreams = 1
 	*c.HCM.DrainTimeout = Duration(time.Hour)
 	*c.Listener.EnableReusePort = true
-	if *k.HCM.HTTP2.MaxConcurrentStreams != 70000 || k.HCM.DrainTimeout.D() != 1500*time.Millisecond || *k.Listener.EnableReusePort {
+	if *k.HCM.HTTP2.MaxConcurrentStreams != 4322 || k.HCM.DrainTimeout.D() != 17*time.Second || *k.Listener.EnableReusePort {
 		t.Fatalf("changing the clone changed the original: %+v", k.Set())
 	}
 	if !(Knobs{}).Clone().IsZero() {

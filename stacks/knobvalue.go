@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Get returns the knob's value in k as text, and whether it is set.
@@ -247,4 +248,22 @@ func (k Knobs) Short() string {
 		parts[i] = kv.Path[strings.LastIndex(kv.Path, ".")+1:] + "=" + kv.Value
 	}
 	return strings.Join(parts, " ")
+}
+
+// Example is a value of the knob that is in range and differs from its default, for tests
+// that set every knob of the registry (a knob added to it is covered without a test edit).
+func (s KnobSpec) Example() string {
+	switch s.Type {
+	case Uint32:
+		return strconv.FormatUint(min(s.Min+4321, s.Max), 10)
+	case DurationKnob:
+		return Duration(min(max(17*time.Second, s.MinD), s.MaxD)).String()
+	case Bool:
+		if s.Default == "true" {
+			return "false"
+		}
+		return "true"
+	default:
+		return "{}"
+	}
 }

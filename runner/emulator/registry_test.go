@@ -14,9 +14,8 @@ import (
 // runner checks reads back, through the registry, as exactly the knobs in force.
 func TestEveryKnobIsEmulated(t *testing.T) {
 	var k stacks.Knobs
-	probe := map[stacks.KnobType]string{stacks.Uint32: "70000", stacks.DurationKnob: "1.5s", stacks.Bool: "false", stacks.Presence: "{}"}
 	for _, s := range stacks.Registry {
-		if err := s.Set(&k, probe[s.Type]); err != nil {
+		if err := s.Set(&k, s.Example()); err != nil {
 			t.Fatal(err)
 		}
 	}
