@@ -66,8 +66,8 @@ func (sc *serverConn) closeIfDoneLocked(st *stream) {
 }
 
 // consume returns n bytes to the client: to the stream's window (when st is not nil and still
-// receiving) and to the connection's, each in a WINDOW_UPDATE once half the window is owed, as
-// nghttp2_session_consume does.
+// receiving) and to the connection's, each in a WINDOW_UPDATE when the HTTP/2 library would
+// send one (windowUpdateDue).
 func (sc *serverConn) consume(st *stream, n int64) {
 	if n <= 0 {
 		return
@@ -76,13 +76,13 @@ func (sc *serverConn) consume(st *stream, n int64) {
 	sc.mu.Lock()
 	if st != nil && !st.recvDone {
 		st.consumed += n
-		if st.consumed >= int64(sc.cfg.streamWindow)/2 {
+		if sc.windowUpdateDue(int64(sc.cfg.streamWindow), st.recvWindow, st.consumed) {
 			streamInc, st.consumed = st.consumed, 0
 			st.recvWindow += streamInc
 		}
 	}
 	sc.connConsumed += n
-	if sc.connConsumed >= int64(sc.cfg.connWindow)/2 {
+	if sc.windowUpdateDue(int64(sc.cfg.connWindow), sc.connRecvWindow, sc.connConsumed) {
 		connInc, sc.connConsumed = sc.connConsumed, 0
 		sc.connRecvWindow += connInc
 	}
@@ -93,6 +93,23 @@ func (sc *serverConn) consume(st *stream, n int64) {
 	if connInc > 0 {
 		sc.sendWindowUpdate(0, connInc)
 	}
+}
+
+// windowUpdateDue says when the HTTP/2 library gives consumed bytes back to the peer, for a
+// window of limit bytes of which the peer may still send peerLeft and owed are consumed and not
+// yet given back. oghttp2's WindowManager (DefaultShouldWindowUpdateFn, which Envoy keeps) sends
+// once a third of the window is owed, or as soon as the peer has less than half left; nghttp2
+// (nghttp2_should_send_window_update) once half is owed. The difference shows across a round
+// trip: with nghttp2's rule a client whose frames do not split the window in halves waits an
+// extra round trip now and then.
+func (sc *serverConn) windowUpdateDue(limit, peerLeft, owed int64) bool {
+	if owed <= 0 {
+		return false
+	}
+	if sc.h.pod.pool.cfg.Codec == CodecNghttp2 {
+		return owed >= limit/2
+	}
+	return owed >= limit/3 || peerLeft < limit/2
 }
 
 func (sc *serverConn) sendWindowUpdate(id uint32, n int64) {

@@ -36,10 +36,10 @@ type stream struct {
 	bodyEnded  bool
 	hasBody    bool // the request's HEADERS did not end the stream: a body follows
 	bodyErr    error
-	recvWindow int64 // bytes the client may still send on this stream
 	unconsumed int64 // bytes received while the buffer was over its limit, not yet given back
 
-	// Under sc.mu: window bookkeeping of what was consumed, and the response side.
+	// Under sc.mu: window bookkeeping, and the response side.
+	recvWindow int64 // bytes the client may still send on this stream
 	consumed   int64 // consumed and not yet returned in a WINDOW_UPDATE
 	recvDone   bool  // the client ended its side: no more stream WINDOW_UPDATEs
 	sendWindow int64
@@ -105,14 +105,17 @@ func (st *stream) onIdleTimeout() {
 // to the client at once unless the stream's buffer is over its limit (Envoy stops giving
 // window to a stream whose buffer is overrun), and then as the upstream reads them.
 func (st *stream) recv(p []byte, end bool) bool {
-	st.bmu.Lock()
+	sc := st.sc
+	sc.mu.Lock()
 	st.recvWindow -= int64(len(p))
-	if st.recvWindow < 0 {
-		st.bmu.Unlock()
+	within := st.recvWindow >= 0
+	sc.mu.Unlock()
+	if !within {
 		return false
 	}
+	st.bmu.Lock()
 	st.body.Write(p)
-	overrun := int64(st.body.Len()) > st.sc.cfg.streamBufferLimit()
+	overrun := int64(st.body.Len()) > sc.cfg.streamBufferLimit()
 	if overrun {
 		st.unconsumed += int64(len(p))
 	}
@@ -122,12 +125,12 @@ func (st *stream) recv(p []byte, end bool) bool {
 	st.bcond.Broadcast()
 	st.bmu.Unlock()
 	if end {
-		st.sc.mu.Lock()
-		st.sc.endRemoteLocked(st)
-		st.sc.mu.Unlock()
+		sc.mu.Lock()
+		sc.endRemoteLocked(st)
+		sc.mu.Unlock()
 	}
 	if !overrun {
-		st.sc.consume(st, int64(len(p)))
+		sc.consume(st, int64(len(p)))
 	}
 	st.touch()
 	return true

@@ -78,14 +78,14 @@ func upload(t *testing.T, vip string, n int) time.Duration {
 	return body.last.Sub(body.first)
 }
 
-// TestStreamWindowBoundsUploadsAtRTT: across a 40 ms round trip a stream moves at most one of
+// TestStreamWindowBoundsUploadsAtRTT: across a 20 ms round trip a stream moves at most one of
 // the gateway's receive windows per round trip, so an upload through a 64 KiB window runs at
 // about window/RTT; a 16 MiB window does not bind it. At loopback's RTT neither binds.
 func TestStreamWindowBoundsUploadsAtRTT(t *testing.T) {
 	if testing.Short() {
 		t.Skip("times uploads across an emulated round trip")
 	}
-	const rtt, body, window = 40 * time.Millisecond, 4 << 20, 65535
+	const rtt, body, window = 20 * time.Millisecond, 4 << 20, 65535
 	small := func(rtt time.Duration) *Pool {
 		return testPool(t, Config{ClientRTT: rtt}, knobs(t, "hcm.http2_protocol_options.initial_stream_window_size", "65535"))
 	}
@@ -94,12 +94,10 @@ func TestStreamWindowBoundsUploadsAtRTT(t *testing.T) {
 	took := upload(t, small(rtt).VIP(), body)
 	got := float64(body-window) / took.Seconds()
 	want := float64(window) / rtt.Seconds()
-	// No stream beats one window per round trip. Below it, the gateway's worker and its
-	// upstream hop must drain the stream's buffer (Envoy withholds window from a stream whose
-	// buffer is over the limit), which on a loaded machine costs some of each round trip: the
-	// bound is asserted loosely here and measured on a quiet one by the window scenario.
-	if got < 0.5*want || got > 1.25*want {
-		t.Errorf("through a %d-byte window at %s: %.2f MB/s, want window/RTT = %.2f MB/s (at most 25%% above, 50%% below)", window, rtt, got/1e6, want/1e6)
+	// oghttp2's window updates (a third of the window owed, or the client down to half) keep
+	// a Go client sending all the time: it moves one window per round trip.
+	if got < 0.75*want || got > 1.25*want {
+		t.Errorf("through a %d-byte window at %s: %.2f MB/s, want within 25%% of window/RTT = %.2f MB/s", window, rtt, got/1e6, want/1e6)
 	}
 	big := testPool(t, Config{ClientRTT: rtt}, stacks.Knobs{})
 	if d := upload(t, big.VIP(), body); d > 3*rtt {
