@@ -110,7 +110,10 @@ type Result struct {
 	ProtocolErrors     float64 `json:"protocol_errors"` // downstream_cx_protocol_error
 	// DrainsStarted is the emulator's own count of drain sequences begun (igwlab.drains_started);
 	// absent on a real gateway, it adds detail and decides nothing.
-	DrainsStarted      float64 `json:"drains_started,omitempty"`
+	DrainsStarted float64 `json:"drains_started,omitempty"`
+	// TLSHandshakes is the handshakes the gateway's listener completed (listener ssl.handshake):
+	// every new connection's cost where TLS terminates at the gateway; 0 on plain HTTP.
+	TLSHandshakes      float64 `json:"tls_handshakes,omitempty"`
 	FlowControlPaused  float64 `json:"flow_control_paused"`
 	FlowControlResumed float64 `json:"flow_control_resumed"`
 	PendingOverflow    float64 `json:"pending_overflow"`
@@ -162,6 +165,7 @@ func Analyze(in Input) *Result {
 		r.PendingOverflow += d.PendingOverflow
 		r.CxOverflow += d.CxOverflow
 		r.DrainsStarted += d.Drains
+		r.TLSHandshakes += d.SSLHandshake
 	}
 	if r.MaxRequestsReached+r.MaxDurationReached+r.DrainClose+r.CxIdleTimeout > 0 {
 		r.GoAways = in.ClosedDuringLoad

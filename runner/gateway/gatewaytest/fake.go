@@ -211,7 +211,16 @@ func (s *Stack) Up(ctx context.Context, _ io.Writer) (map[string]any, error) {
 		return nil, err
 	}
 	s.Ups = append(s.Ups, sc.Name)
-	spec := envoyfilter.Spec(sc.Lab(), envoyfilter.DefaultTarget)
+	lab := sc.Lab()
+	if raw, ok := s.Config[configkey.Full(configkey.Knobs)]; ok {
+		// The program lays igwlab:knobs over the scenario's knobs (a --set, a sweep's value).
+		var over stacks.Knobs
+		if err := over.UnmarshalJSON([]byte(raw)); err != nil {
+			return nil, err
+		}
+		lab.Knobs = lab.Knobs.Overlay(over)
+	}
+	spec := envoyfilter.Spec(lab, envoyfilter.DefaultTarget)
 	s.KubeRef.mu.Lock()
 	for _, e := range s.KubeRef.EnvoyByPod {
 		e.spec, e.Draining = spec, 1
