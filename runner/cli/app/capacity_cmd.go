@@ -71,6 +71,9 @@ func (e *Env) runCapacity(ctx context.Context, a *capacityArgs) error {
 	if err := capacity.Check(sc); err != nil {
 		return Usagef("--scenario: %v", err)
 	}
+	if err := a.localOnlyTLS(); err != nil {
+		return err
+	}
 	t, err := e.openTarget(ctx, &a.targetArgs)
 	if err != nil || t == nil {
 		return err
