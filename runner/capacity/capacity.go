@@ -354,6 +354,15 @@ func statement(c *Capacity) (float64, string) {
 			s += fmt.Sprintf("; %s: every rate tried met the SLO, so its capacity is at least %.0f rps", cv.Name, cv.Capacity)
 		}
 	}
+	var clientBound []string
+	for _, cv := range c.Curves {
+		if cv.Bound == "client" {
+			clientBound = append(clientBound, cv.Name)
+		}
+	}
+	if len(clientBound) > 0 {
+		s += fmt.Sprintf("; but the client, not the gateway, bound %s: the ratio measures what the client could send, not what the knob does; rerun on a quieter machine, with a lower --start, or with slower emulated workers (--service-time)", strings.Join(clientBound, " and "))
+	}
 	return r, s
 }
 
