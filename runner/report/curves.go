@@ -24,6 +24,7 @@ type SweepPoint struct {
 // positive.
 func SweepPlot(knob, costLabel string, pts []SweepPoint, threshold float64) (Plot, error) {
 	top := newPlot("CV across pods against "+knob, "", "CV of connections across pods")
+	top.Legend.Left = true // the CV rises to the right, where a legend would cover it
 	bottom := newPlot(costLabel+" against "+knob, knob, costLabel)
 	var band plotter.XYs
 	cv, median, cost := make(plotter.XYs, len(pts)), make(plotter.XYs, len(pts)), make(plotter.XYs, len(pts))
