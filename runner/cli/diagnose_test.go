@@ -83,6 +83,11 @@ func TestDiagnoseBadFlags(t *testing.T) {
 		{"diagnose", "--prometheus", "http://127.0.0.1:9", "--start", "2026-11-30T12:00:00Z", "--end", "2026-11-30T11:00:00Z"},
 		{"diagnose", "--admin", "http://127.0.0.1:15000", "--duration", "0s"},
 		{"diagnose", "--admin", "http://127.0.0.1:15000", "--timeout", "1h"},
+		{"diagnose", "--admin", "http://127.0.0.1:15000", "--context", "lab"},
+		{"diagnose", "--prometheus", "http://127.0.0.1:9", "--namespace", "istio-system"},
+		{"diagnose", "--selector", "istio in ("},
+		{"diagnose", "--namespace", ""},
+		{"diagnose", "--context", "lab", "--duration", "2h"},
 	} {
 		var out, errb bytes.Buffer
 		if code := Main(context.Background(), args, &out, &errb); code != 2 {

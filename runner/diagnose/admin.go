@@ -9,10 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/igwlab/igwlab/runner/stats"
 )
 
 // AdminSource reads gateway pods' Envoy admin endpoints directly (a base URL each, as
@@ -47,7 +44,7 @@ func ParseAdminURLs(list string) ([]string, error) {
 	return out, nil
 }
 
-// Window reads every endpoint, waits Duration, and reads them again.
+// Window names each endpoint's pod, then samples them for Duration.
 func (a AdminSource) Window(ctx context.Context) (*Window, error) {
 	if a.Timeout == 0 {
 		a.Timeout = 5 * time.Second
@@ -55,79 +52,34 @@ func (a AdminSource) Window(ctx context.Context) (*Window, error) {
 	if a.Client == nil {
 		a.Client = &http.Client{}
 	}
-	names := make([]string, len(a.URLs))
-	for i, u := range a.URLs {
+	byPod := urlAdmins{a: a, base: map[string]string{}}
+	var pods []string
+	for _, u := range a.URLs {
 		n, err := a.podName(ctx, u)
 		if err != nil {
 			return nil, err
 		}
-		names[i] = n
+		if _, twice := byPod.base[n]; twice {
+			return nil, fmt.Errorf("--admin: %s and %s are the same pod, %s: give each pod's admin once", byPod.base[n], u, n)
+		}
+		byPod.base[n] = u
+		pods = append(pods, n)
 	}
-	start := time.Now()
-	pre, err := a.readAll(ctx, names)
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-time.After(a.Duration):
-	}
-	post, err := a.readAll(ctx, names)
-	if err != nil {
-		return nil, err
-	}
-	w, err := windowFrom(fmt.Sprintf("Envoy admin (%d endpoint(s))", len(a.URLs)), pre, post, time.Since(start))
+	w, err := Sample(ctx, fmt.Sprintf("Envoy admin (%d endpoint(s))", len(a.URLs)), pods, byPod, a.Duration)
 	if err != nil {
 		return nil, fmt.Errorf("%w (read from %s)", err, strings.Join(a.URLs, ", "))
-	}
-	w.Start, w.End = start, time.Now()
-	var read int
-	for _, u := range a.URLs {
-		dump, err := a.get(ctx, u, "/config_dump")
-		if err != nil {
-			w.Missing = append(w.Missing, fmt.Sprintf("%s/config_dump: %v", u, err))
-			continue
-		}
-		f, err := inForce(dump, w.Names.HCMPrefix)
-		if err != nil {
-			w.Missing = append(w.Missing, u+": "+err.Error())
-			continue
-		}
-		read++
-		if w.InForce == nil {
-			w.InForce = f
-		}
-	}
-	if w.InForce != nil {
-		w.InForce.Pods = read
 	}
 	return w, nil
 }
 
-func (a AdminSource) readAll(ctx context.Context, names []string) ([]stats.Snapshot, error) {
-	out := make([]stats.Snapshot, len(a.URLs))
-	errs := make([]error, len(a.URLs))
-	var wg sync.WaitGroup
-	for i, u := range a.URLs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			raw, err := a.get(ctx, u, "/stats/prometheus")
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			out[i], errs[i] = stats.ParseSnapshot(names[i], time.Now(), raw)
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("%s/stats/prometheus: %w", a.URLs[i], err)
-		}
-	}
-	return out, nil
+// urlAdmins reaches each pod at its base URL.
+type urlAdmins struct {
+	a    AdminSource
+	base map[string]string
+}
+
+func (u urlAdmins) Get(ctx context.Context, pod, path string) ([]byte, error) {
+	return u.a.get(ctx, u.base[pod], path)
 }
 
 // podName is the pod's name from the node id Istio gives its proxy

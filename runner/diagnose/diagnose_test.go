@@ -112,9 +112,16 @@ func hotPod(p *emulator.Pool) string {
 	return best
 }
 
+// placementSeed fixes where the pool's VIP puts each new connection. Placed at random, sixty
+// connections land outside chance's 95% band one run in forty by the band's own definition,
+// and the spread client's test would then fail for no fault; with the seed fixed, the
+// placement is the same random draw every run (inside the band), and the verdicts are
+// deterministic.
+const placementSeed = 1
+
 func startPool(t *testing.T) *emulator.Pool {
 	t.Helper()
-	p, err := emulator.Start(emulator.Config{Pods: 6, Workers: 1, WaypointPods: 0})
+	p, err := emulator.Start(emulator.Config{Pods: 6, Workers: 1, WaypointPods: 0, Seed: placementSeed})
 	if err != nil {
 		t.Fatal(err)
 	}

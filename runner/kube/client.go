@@ -46,6 +46,9 @@ type forward struct {
 	local uint16
 }
 
+// AdminPort is Envoy's admin port inside Istio's proxies (localhost only; reached by port-forward).
+const AdminPort = 15000
+
 // The bounds a Client takes when its own are zero.
 const (
 	DefaultTimeout        = 5 * time.Second
@@ -158,6 +161,9 @@ func (k *Client) forward(ctx context.Context, ns, pod string, port int) (uint16,
 	defer k.mu.Unlock()
 	if f := k.forwards[key]; f != nil {
 		return f.local, nil
+	}
+	if err := ctx.Err(); err != nil { // its time ran out while another forward was opening
+		return 0, fmt.Errorf("port-forward to %s: %w", key, err)
 	}
 	transport, upgrader, err := spdy.RoundTripperFor(k.Rest)
 	if err != nil {
