@@ -46,12 +46,7 @@ func ParseAdminURLs(list string) ([]string, error) {
 
 // Window names each endpoint's pod, then samples them for Duration.
 func (a AdminSource) Window(ctx context.Context) (*Window, error) {
-	if a.Timeout == 0 {
-		a.Timeout = 5 * time.Second
-	}
-	if a.Client == nil {
-		a.Client = &http.Client{}
-	}
+	a = a.withDefaults()
 	byPod := urlAdmins{a: a, base: map[string]string{}}
 	var pods []string
 	for _, u := range a.URLs {
@@ -72,6 +67,16 @@ func (a AdminSource) Window(ctx context.Context) (*Window, error) {
 	return w, nil
 }
 
+func (a AdminSource) withDefaults() AdminSource {
+	if a.Timeout == 0 {
+		a.Timeout = 5 * time.Second
+	}
+	if a.Client == nil {
+		a.Client = http.DefaultClient
+	}
+	return a
+}
+
 // urlAdmins reaches each pod at its base URL.
 type urlAdmins struct {
 	a    AdminSource
@@ -79,13 +84,13 @@ type urlAdmins struct {
 }
 
 func (u urlAdmins) Get(ctx context.Context, pod, path string) ([]byte, error) {
-	return u.a.get(ctx, u.base[pod], path)
+	return u.a.Get(ctx, u.base[pod], path)
 }
 
 // podName is the pod's name from the node id Istio gives its proxy
 // (router~<ip>~<pod>.<namespace>~<namespace>.svc.cluster.local), or the URL's host:port.
 func (a AdminSource) podName(ctx context.Context, base string) (string, error) {
-	b, err := a.get(ctx, base, "/server_info")
+	b, err := a.Get(ctx, base, "/server_info")
 	if err != nil {
 		return "", err
 	}
@@ -106,7 +111,9 @@ func (a AdminSource) podName(ctx context.Context, base string) (string, error) {
 	return u.Host, nil
 }
 
-func (a AdminSource) get(ctx context.Context, base, path string) ([]byte, error) {
+// Get reads path from the admin at base, bounded by Timeout (5 s when zero).
+func (a AdminSource) Get(ctx context.Context, base, path string) ([]byte, error) {
+	a = a.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, a.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)

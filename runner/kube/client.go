@@ -185,7 +185,7 @@ func (k *Client) forward(ctx context.Context, ns, pod string, port int) (uint16,
 		return 0, fmt.Errorf("port-forward to %s: %w", key, err)
 	case <-ctx.Done():
 		close(stop)
-		return 0, fmt.Errorf("port-forward to %s: %w", key, ctx.Err())
+		return 0, fmt.Errorf("port-forward to %s: not open in the time allowed (%w)", key, ctx.Err())
 	case <-time.After(cmp.Or(k.ForwardTimeout, DefaultForwardTimeout)):
 		close(stop)
 		return 0, fmt.Errorf("port-forward to %s: not ready after %s", key, cmp.Or(k.ForwardTimeout, DefaultForwardTimeout))

@@ -82,7 +82,7 @@ func (p Pods) Window(ctx context.Context) (*diagnose.Window, error) {
 	src := fmt.Sprintf("Kubernetes: %d pod(s) in %s matching %s, Envoy admin :%d through port-forwards", len(names), p.Namespace, p.Selector, kube.AdminPort)
 	w, err := diagnose.Sample(ctx, src, names, admins{p}, p.Duration)
 	if err != nil {
-		return nil, fmt.Errorf("reading the gateway pods' Envoy admin: %w; check that `kubectl%s port-forward -n %s pod/%s %d` works (it needs the pods/portforward permission and an API server that reaches the pod's node)",
+		return nil, fmt.Errorf("reading the gateway pods' Envoy admin: %w; check that `kubectl%s port-forward -n %s pod/%s %d` works (it needs the pods/portforward permission, and the API server reaching the kubelet on the pod's node)",
 			err, kubectlFlags(p.KubeOptions), p.Namespace, names[0], kube.AdminPort)
 	}
 	w.Missing = append(skipped, w.Missing...)

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,16 +46,7 @@ func (e emulatorAdmins) Get(ctx context.Context, ns, pod string, port int, path 
 	if !ok || port != kube.AdminPort || ns != diagnose.LabNamespace {
 		return nil, fmt.Errorf("no pod %s/%s:%d", ns, pod, port)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	return io.ReadAll(resp.Body)
+	return diagnose.AdminSource{}.Get(ctx, base, path)
 }
 
 // refusing is a Reacher whose port-forwards fail.
