@@ -15,7 +15,7 @@ import (
 	"github.com/igwlab/igwlab/runner/load"
 )
 
-// TestDiagnoseCommand: igwlab diagnose --admin on a pool carrying one shared connection prints
+// TestDiagnoseCommand: igwlab diagnose --admin, given the admin URLs igwlab serve prints, on a pool carrying one shared connection prints
 // the verdict and the hot pod, writes the same as JSON, and a self-contained HTML page.
 func TestDiagnoseCommand(t *testing.T) {
 	if testing.Short() {
@@ -27,9 +27,9 @@ func TestDiagnoseCommand(t *testing.T) {
 	}
 	defer p.Close()
 	p.Apply(emulator.Setup{})
-	var urls []string
+	var urls []string // as igwlab serve prints them
 	for _, pod := range p.Pods() {
-		urls = append(urls, pod.AdminURL())
+		urls = append(urls, pod.AdminURL()+"/stats/prometheus")
 	}
 	done := make(chan error, 1)
 	go func() {

@@ -24,7 +24,11 @@ type AdminSource struct {
 	Client  *http.Client
 }
 
-// ParseAdminURLs checks a comma-separated list of admin base URLs.
+// adminPages are the admin pages diagnose reads, which a URL given for an admin may end in.
+var adminPages = []string{"/stats/prometheus", "/server_info", "/config_dump"}
+
+// ParseAdminURLs checks a comma-separated list of admin base URLs; a URL of one of the admin's
+// pages (http://127.0.0.2:34817/stats/prometheus) stands for its admin.
 func ParseAdminURLs(list string) ([]string, error) {
 	var out []string
 	for _, raw := range strings.Split(list, ",") {
@@ -36,6 +40,11 @@ func ParseAdminURLs(list string) ([]string, error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("--admin %q: want an Envoy admin base URL such as http://127.0.0.1:15000", raw)
 		}
+		// A page's URL, as igwlab serve prints each pod's, names its admin too.
+		for _, page := range adminPages {
+			u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), page)
+		}
+		u.RawQuery, u.Fragment = "", ""
 		out = append(out, strings.TrimRight(u.String(), "/"))
 	}
 	if len(out) == 0 {
