@@ -16,7 +16,7 @@ import (
 
 	"github.com/igwlab/igwlab/runner/diagnose"
 	"github.com/igwlab/igwlab/runner/diagnose/kubesource"
-	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/runner/emulator/emulatortest"
 	"github.com/igwlab/igwlab/runner/gateway/kubetest"
 	"github.com/igwlab/igwlab/runner/kube"
 )
@@ -38,12 +38,7 @@ func TestAPIServerTierDiagnose(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	pool, err := emulator.Start(emulator.Config{Pods: 3, Workers: 1, WaypointPods: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	pool.Apply(emulator.Setup{})
+	pool := emulatortest.Gateways(t, 3, 1, 0)
 
 	// A node whose kubelet port nobody listens on: the API server's port-forward has nowhere to go.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/igwlab/igwlab/runner/diagnose"
-	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/runner/emulator/emulatortest"
 	"github.com/igwlab/igwlab/runner/load"
 )
 
@@ -21,12 +21,7 @@ func TestDiagnoseCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives load for a few seconds")
 	}
-	p, err := emulator.Start(emulator.Config{Pods: 4, Workers: 1, WaypointPods: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	p.Apply(emulator.Setup{})
+	p := emulatortest.Gateways(t, 4, 1, 0)
 	var urls []string // as igwlab serve prints them
 	for _, pod := range p.Pods() {
 		urls = append(urls, pod.AdminURL()+"/stats/prometheus")

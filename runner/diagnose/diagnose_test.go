@@ -14,6 +14,7 @@ import (
 	"github.com/igwlab/igwlab/internal/promtest"
 	"github.com/igwlab/igwlab/internal/testutil"
 	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/runner/emulator/emulatortest"
 	"github.com/igwlab/igwlab/runner/load"
 	"github.com/igwlab/igwlab/runner/stats"
 )
@@ -121,13 +122,7 @@ const placementSeed = 1
 
 func startPool(t *testing.T) *emulator.Pool {
 	t.Helper()
-	p, err := emulator.Start(emulator.Config{Pods: 6, Workers: 1, WaypointPods: 0, Seed: placementSeed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	p.Apply(emulator.Setup{})
-	return p
+	return emulatortest.Gateways(t, 6, 1, placementSeed)
 }
 
 func adminURLs(p *emulator.Pool) []string {

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/igwlab/igwlab/runner/diagnose"
-	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/runner/emulator/emulatortest"
 	"github.com/igwlab/igwlab/runner/kube"
 	"github.com/igwlab/igwlab/runner/load"
 )
@@ -89,19 +89,28 @@ func TestFindingPodsSaysWhatToCheck(t *testing.T) {
 	} {
 		o := options()
 		o.Context = "lab"
-		start := time.Now()
-		_, err := Pods{KubeOptions: o, Find: c.find, Reach: c.reach, Server: "https://apiserver"}.Window(context.Background())
-		if err == nil {
-			t.Errorf("%s: no error", c.name)
-			continue
-		}
-		for _, w := range c.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: %q does not say %q", c.name, err, w)
-			}
-		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("%s: took %s", c.name, d)
+		saysInTime(t, c.name, func() error {
+			_, err := Pods{KubeOptions: o, Find: c.find, Reach: c.reach, Server: "https://apiserver"}.Window(context.Background())
+			return err
+		}, c.want...)
+	}
+}
+
+// saysInTime runs a window that must fail within a few seconds, with an error saying each of want.
+func saysInTime(t *testing.T, name string, window func() error, want ...string) {
+	t.Helper()
+	start := time.Now()
+	err := window()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("%s: took %s", name, d)
+	}
+	if err == nil {
+		t.Errorf("%s: no error", name)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: %q does not say %q", name, err, w)
 		}
 	}
 }
@@ -135,20 +144,10 @@ current-context: lab
 	} {
 		o := options()
 		o.Kubeconfig, o.Context = path, c.context
-		start := time.Now()
-		_, err := Kube{o}.Window(context.Background())
-		if err == nil {
-			t.Errorf("--context %s: no error", c.context)
-			continue
-		}
-		for _, w := range c.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("--context %s: %q does not say %q", c.context, err, w)
-			}
-		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("--context %s: took %s", c.context, d)
-		}
+		saysInTime(t, "--context "+c.context, func() error {
+			_, err := Kube{o}.Window(context.Background())
+			return err
+		}, c.want...)
 	}
 }
 
@@ -181,12 +180,7 @@ func TestSamplesLikeTheAdminSource(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives load for a few seconds")
 	}
-	p, err := emulator.Start(emulator.Config{Pods: 4, Workers: 1, WaypointPods: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	p.Apply(emulator.Setup{})
+	p := emulatortest.Gateways(t, 4, 1, 0)
 	admins := emulatorAdmins{}
 	var urls []string
 	pods := []corev1.Pod{pod("istio-ingressgateway-evicted", corev1.PodFailed)}
