@@ -6,11 +6,13 @@ export GOFLAGS ?= -buildvcs=false
 
 all: build
 
-build: ## bin/igwlab (the runner) and bin/h2dial (the dialing client)
+build: ## bin/igwlab (the local lab), bin/igwlab-lab (the real lab's commands and targets) and bin/h2dial (the dialing client)
 	$(GO) build -o bin/igwlab ./runner/cmd/igwlab
+	$(GO) build -o bin/igwlab-lab ./runner/cmd/igwlab-lab
 	$(GO) build -o bin/h2dial ./h2dial/cmd/h2dial
 
-run: build ## the whole suite on the local emulated pool (about 3 minutes)
+run: ## the whole suite on the local emulated pool; builds bin/igwlab only (no Pulumi or Kubernetes SDK)
+	$(GO) build -o bin/igwlab ./runner/cmd/igwlab
 	./bin/igwlab suite --target local
 
 test: vet ## unit tests plus the end-to-end local suite (what CI runs)

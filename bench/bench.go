@@ -18,8 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/igwlab/igwlab/internal/atomicfile"
 	"github.com/igwlab/igwlab/internal/cpuprofile"
-	"github.com/igwlab/igwlab/runner/atomicfile"
 )
 
 // Options configure a bench run.
@@ -89,7 +89,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	only := fs.String("only", strings.Join(allParts, ","), "parts to run: "+strings.Join(allParts, ","))
 	fs.IntVar(&o.Rounds, "rounds", 3, "rounds of the client comparison (1..20)")
 	fs.IntVar(&o.Conns, "c", 16, "connections in the per-connection layout (1..1000)")
-	fs.IntVar(&o.Streams, "m", 500, "streams in flight in the multiplexed layout, 02-trigger's (2..1000)")
+	fs.IntVar(&o.Streams, "m", 500, "streams in flight in the multiplexed layout, the trigger scenario's (2..1000)")
 	fs.DurationVar(&o.ClientDuration, "duration", 8*time.Second, "each client run (1s..5m)")
 	fs.StringVar(&o.OutDir, "out", "bench/results", "folder for the JSON result")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the emulator, in the harness part) to this file")

@@ -55,7 +55,7 @@ func clientBench(ctx context.Context, o Options, progress io.Writer) (*ClientRes
 		name, what string
 		s          clientSpec
 	}{
-		{"multiplexed", fmt.Sprintf("%d streams in flight on 1 connection, the lab's 02-trigger layout (h2dial -mode shared -c %d, h2load -c 1 -m %d; fortio cannot multiplex and opens %d connections)", o.Streams, o.Streams, o.Streams, o.Streams),
+		{"multiplexed", fmt.Sprintf("%d streams in flight on 1 connection, the layout of the lab's trigger scenario (h2dial -mode shared -c %d, h2load -c 1 -m %d; fortio cannot multiplex and opens %d connections)", o.Streams, o.Streams, o.Streams, o.Streams),
 			clientSpec{streams: o.Streams, conns: 1, duration: o.ClientDuration}},
 		{"per-connection", fmt.Sprintf("%d connections x 1 stream (h2dial -mode distinct -c %d, h2load -c %d -m 1, fortio -c %d)", o.Conns, o.Conns, o.Conns, o.Conns),
 			clientSpec{streams: o.Conns, conns: o.Conns, duration: o.ClientDuration}},

@@ -8,7 +8,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/igwlab/igwlab/runner/stack"
+	"github.com/igwlab/igwlab/infra"
+	"github.com/igwlab/igwlab/internal/configkey"
+	"github.com/igwlab/igwlab/runner/pulumistack"
+	"github.com/igwlab/igwlab/stacks"
 )
 
 // FlipResult times scenario flips through the Automation API: the program in-process, the real
@@ -21,7 +24,18 @@ type FlipResult struct {
 	MaxS     float64            `json:"max_s"`
 }
 
-var flipOrder = []string{"01-baseline", "02-trigger", "03-mcs-cap", "04-mrpc", "10-rotation", "13-conn-balance", "02-trigger"}
+// flipOrder is the sequence of scenarios a flip benchmark switches through: no knob, a stream
+// cap, count and time rotation, a listener-level change (exact_balance replaces the listener)
+// and back, named by the calls they feed and their roles there.
+var flipOrder = func() []string {
+	cat, err := stacks.Builtin()
+	if err != nil {
+		panic(err) // the built-in catalog is checked by its own tests
+	}
+	f := cat.Feeds()
+	return []string{f.Scenario("H-A", "baseline"), f.Scenario("H-A", "trigger"), f.Scenario("H-B h2dial", "capped"),
+		f.Scenario("H-C h2dial", "rotated"), f.Scenario("S10", "rotation"), f.Scenario("H-E", "balanced"), f.Scenario("H-A", "trigger")}
+}()
 
 func flipBench(ctx context.Context, o Options, progress io.Writer) (*FlipResult, error) {
 	tmp, err := os.MkdirTemp("", "igwlab-bench-flip-")
@@ -38,16 +52,16 @@ func flipBench(ctx context.Context, o Options, progress io.Writer) (*FlipResult,
 	// The Automation API finds the CLI on this process's PATH; render mode refuses a kubeconfig.
 	restore := setenv(map[string]string{"PATH": path, "KUBECONFIG": ""})
 	defer restore()
-	st, err := stack.Open(ctx, stack.Options{Name: "igwlab-bench-flip", Inline: true, InlineDir: filepath.Join(tmp, "work"), Env: map[string]string{
+	st, err := pulumistack.Open(ctx, pulumistack.Options{Name: "igwlab-bench-flip", Inline: true, InlineDir: filepath.Join(tmp, "work"), Env: map[string]string{
 		"PATH": path, "PULUMI_HOME": filepath.Join(tmp, "home"), "PULUMI_BACKEND_URL": "file://" + filepath.Join(tmp, "state"),
 		"PULUMI_CONFIG_PASSPHRASE": "", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true", "KUBECONFIG": "",
 	}})
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range map[string]string{"cluster": "existing", "renderDir": filepath.Join(tmp, "render"), "installUpstream": "false",
-		"buildImages": "false", "monitoring": "false", "scenario": flipOrder[0]} {
-		if err := st.SetConfig(ctx, "igwlab:"+k, v, false); err != nil {
+	for k, v := range map[string]string{configkey.Cluster: infra.ClusterExisting, configkey.RenderDir: filepath.Join(tmp, "render"),
+		configkey.InstallUpstream: "false", configkey.BuildImages: "false", configkey.Monitoring: "false", configkey.Scenario: flipOrder[0]} {
+		if err := st.SetConfig(ctx, configkey.Full(k), v, false); err != nil {
 			return nil, err
 		}
 	}

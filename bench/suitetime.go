@@ -8,7 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/igwlab/igwlab/runner/gateway/local"
 )
 
 // SuiteResult is the wall time of `igwlab suite` with its defaults on the local target.
@@ -29,7 +32,7 @@ func suiteBench(ctx context.Context, o Options, progress io.Writer) (*SuiteResul
 		return nil, err
 	}
 	defer os.RemoveAll(out)
-	args := []string{"suite", "--target", "local", "-q", "--json", "--out", out}
+	args := []string{"suite", "--target", string(local.Kind), "-q", "--json", "--out", out}
 	fmt.Fprintf(progress, "suite: %s %v\n", o.Igwlab, args)
 	cmd := exec.CommandContext(ctx, o.Igwlab, args...)
 	cmd.Stderr = progress
@@ -50,7 +53,7 @@ func suiteBench(ctx context.Context, o Options, progress io.Writer) (*SuiteResul
 	if err := json.Unmarshal(raw, &sum); err != nil {
 		return nil, fmt.Errorf("suite summary: %w", err)
 	}
-	res := &SuiteResult{Command: "igwlab suite --target local", WallS: wall.Seconds(), Scenarios: len(sum.Order),
+	res := &SuiteResult{Command: "igwlab " + strings.Join(args[:3], " "), WallS: wall.Seconds(), Scenarios: len(sum.Order),
 		ScenarioSeconds: sum.ScenarioSeconds, Order: sum.Order, Status: map[string]string{}}
 	for name, sc := range sum.Scenarios {
 		res.Status[name] = sc.Status

@@ -13,7 +13,7 @@ import (
 	"github.com/igwlab/igwlab/h2dial"
 	"github.com/igwlab/igwlab/internal/promtest"
 	"github.com/igwlab/igwlab/runner/emulator"
-	"github.com/igwlab/igwlab/runner/target"
+	"github.com/igwlab/igwlab/runner/gateway/local"
 )
 
 // TestDashboardAgainstRealPrometheus starts Debian's prometheus scraping the emulated pool
@@ -25,7 +25,7 @@ func TestDashboardAgainstRealPrometheus(t *testing.T) {
 		t.Skip("starts prometheus and a local pool")
 	}
 	const pods = 6
-	l, err := target.NewLocal(emulator.Config{Pods: pods, Workers: 2, WaypointPods: 3, TLS: true})
+	l, err := local.NewLocal(emulator.Config{Pods: pods, Workers: 2, WaypointPods: 3, TLS: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,17 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/h2c"
+	"github.com/igwlab/igwlab/internal/testutil"
 )
 
 // h2cServer is a real HTTP/2 server over cleartext (prior knowledge) on loopback.
 func h2cServer(t *testing.T, maxStreams uint32, h http.HandlerFunc) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(h2c.NewHandler(h, &http2.Server{MaxConcurrentStreams: maxStreams}))
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
+	return testutil.H2C(t, maxStreams, h)
 }
 
 func ok(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }

@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -97,11 +98,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	p("\nrequests: %d  errors: %d  cancelled at end: %d  unsent: %d\n", r.Requests, r.Errors, r.Cancelled, r.Unsent)
 	p("qps: %.1f\n", r.RPS)
-	codes := make([]string, 0, len(r.StatusCodes))
-	for c := range r.StatusCodes {
-		codes = append(codes, c)
-	}
-	sort.Strings(codes)
+	codes := slices.Sorted(maps.Keys(r.StatusCodes))
 	for _, c := range codes {
 		p("status %s: %d\n", c, r.StatusCodes[c])
 	}

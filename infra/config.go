@@ -20,12 +20,21 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
 
+	"github.com/igwlab/igwlab/internal/configkey"
 	"github.com/igwlab/igwlab/stacks"
+)
+
+// The kinds of cluster the program runs on (igwlab:cluster).
+const (
+	// ClusterK3d is a k3d cluster the program creates.
+	ClusterK3d = "k3d"
+	// ClusterExisting is a cluster of the user's, reached by kubeconfig and context.
+	ClusterExisting = "existing"
 )
 
 // Config is the stack's configuration, read once (namespace "igwlab").
 type Config struct {
-	// Cluster is "k3d" (create one with k3d) or "existing" (use Kubeconfig/KubeContext).
+	// Cluster is ClusterK3d (create one with k3d) or ClusterExisting (use Kubeconfig/KubeContext).
 	Cluster     string
 	ClusterName string
 	K3sImage    string
@@ -88,9 +97,9 @@ type Images struct {
 
 // Defaults are the lab's pins.
 var Defaults = Config{
-	Cluster: "k3d", ClusterName: "igw-tc-lab", K3sImage: "rancher/k3s:v1.33.4-k3s1", HostPort: 18080, APIPort: 6550,
+	Cluster: ClusterK3d, ClusterName: "igw-tc-lab", K3sImage: "rancher/k3s:v1.33.4-k3s1", HostPort: 18080, APIPort: 6550,
 	IstioVersion: "1.27.9", GatewayAPIVersion: "v1.3.0", GatewayReplicas: 6, ProxyConcurrency: 1,
-	WaypointReplicas: 3, Scenario: "02-trigger", Monitoring: true, KubePrometheusStackVersion: "84.5.0",
+	WaypointReplicas: 3, Scenario: stacks.DefaultScenario, Monitoring: true, KubePrometheusStackVersion: "84.5.0",
 	// Istio's default is 45 s. The runner waits for the drain after every scenario switch, and
 	// between scenarios no load runs, so the old listener has nothing worth 45 s of waiting:
 	// 5 s still lets a straggling request finish, and saves 40 s per switch.
@@ -116,7 +125,7 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("stack config igwlab:%s = %q: allowed %s", e.Key, e.Value, e.Allowed)
+	return fmt.Sprintf("stack config %s = %q: allowed %s", configkey.Full(e.Key), e.Value, e.Allowed)
 }
 
 // intRange is the allowed values of a whole-number key.
@@ -132,20 +141,16 @@ func (r intRange) text() string {
 // intRanges are the whole-number keys: LoadConfig quotes the range for a value that is not a
 // number at all, Validate checks it.
 var intRanges = map[string]intRange{
-	"hostPort":         {1, 65535, ""},
-	"apiPort":          {1, 65535, ""},
-	"gatewayReplicas":  {1, 50, "gateway pods"},
-	"proxyConcurrency": {1, 64, "Envoy workers per gateway pod"},
-	"waypointReplicas": {1, 20, "waypoint pods"},
+	configkey.HostPort:         {1, 65535, ""},
+	configkey.APIPort:          {1, 65535, ""},
+	configkey.GatewayReplicas:  {1, 50, "gateway pods"},
+	configkey.ProxyConcurrency: {1, 64, "Envoy workers per gateway pod"},
+	configkey.WaypointReplicas: {1, 20, "waypoint pods"},
 }
 
 // configKeys are the keys the lab reads under igwlab:. jwtKey is the runner's: scenario 11's
 // signing key, kept in the stack between runs.
-var configKeys = []string{"apiPort", "buildImages", "cluster", "clusterName", "fortioImage", "gatewayApiVersion",
-	"gatewayDrainDuration", "gatewayReplicas", "ghzImage", "grafanaPassword", "grpcbinImage", "h2dialImage", "hostPort", "httpbinImage",
-	"installUpstream", "istioVersion", "jwks", "jwtKey", "k3sImage", "knobs", "kubeContext",
-	"kubePrometheusStackVersion", "kubeconfig", "monitoring", "proxyConcurrency", "renderAllScenarios",
-	"renderDir", "scenario", "skipAwait", "upstreamDir", "waypointReplicas"}
+var configKeys = configkey.All
 
 // checkKeys rejects an igwlab: key the lab does not read: a misspelt key would otherwise be
 // ignored and the default used in silence. The SDK gives a program no list of its config, but
@@ -173,7 +178,7 @@ func checkKeys(all, secretKeys string) []error {
 	sort.Strings(keys)
 	var errs []error
 	for _, full := range keys {
-		key, ok := strings.CutPrefix(full, "igwlab:")
+		key, ok := strings.CutPrefix(full, configkey.Project+":")
 		if !ok || known[key] {
 			continue
 		}
@@ -192,7 +197,7 @@ func checkKeys(all, secretKeys string) []error {
 
 // LoadConfig reads and validates the stack's configuration.
 func LoadConfig(ctx *pulumi.Context) (Config, error) {
-	c := config.New(ctx, "igwlab")
+	c := config.New(ctx, configkey.Project)
 	cfg := Defaults
 	str := func(key string, dst *string) {
 		if v := c.Get(key); v != "" {
@@ -223,49 +228,49 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 			errs = append(errs, &ConfigError{key, raw, "true or false"})
 		}
 	}
-	str("cluster", &cfg.Cluster)
-	str("clusterName", &cfg.ClusterName)
-	str("k3sImage", &cfg.K3sImage)
-	integer("hostPort", &cfg.HostPort)
-	integer("apiPort", &cfg.APIPort)
-	str("kubeconfig", &cfg.Kubeconfig)
-	str("kubeContext", &cfg.KubeContext)
-	str("istioVersion", &cfg.IstioVersion)
-	str("gatewayApiVersion", &cfg.GatewayAPIVersion)
-	integer("gatewayReplicas", &cfg.GatewayReplicas)
-	integer("proxyConcurrency", &cfg.ProxyConcurrency)
-	integer("waypointReplicas", &cfg.WaypointReplicas)
-	if raw := c.Get("gatewayDrainDuration"); raw != "" {
+	str(configkey.Cluster, &cfg.Cluster)
+	str(configkey.ClusterName, &cfg.ClusterName)
+	str(configkey.K3sImage, &cfg.K3sImage)
+	integer(configkey.HostPort, &cfg.HostPort)
+	integer(configkey.APIPort, &cfg.APIPort)
+	str(configkey.Kubeconfig, &cfg.Kubeconfig)
+	str(configkey.KubeContext, &cfg.KubeContext)
+	str(configkey.IstioVersion, &cfg.IstioVersion)
+	str(configkey.GatewayAPIVersion, &cfg.GatewayAPIVersion)
+	integer(configkey.GatewayReplicas, &cfg.GatewayReplicas)
+	integer(configkey.ProxyConcurrency, &cfg.ProxyConcurrency)
+	integer(configkey.WaypointReplicas, &cfg.WaypointReplicas)
+	if raw := c.Get(configkey.GatewayDrainDuration); raw != "" {
 		d, err := ParseDrainDuration(raw)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		cfg.GatewayDrainDuration = d
 	}
-	str("scenario", &cfg.Scenario)
-	str("jwks", &cfg.JWKS)
-	if raw := c.Get("knobs"); raw != "" {
+	str(configkey.Scenario, &cfg.Scenario)
+	str(configkey.JWKS, &cfg.JWKS)
+	if raw := c.Get(configkey.Knobs); raw != "" {
 		k, err := ParseKnobs(raw)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		cfg.Knobs = k
 	}
-	boolean("skipAwait", &cfg.SkipAwait)
-	boolean("monitoring", &cfg.Monitoring)
-	str("kubePrometheusStackVersion", &cfg.KubePrometheusStackVersion)
-	boolean("installUpstream", &cfg.InstallUpstream)
-	boolean("buildImages", &cfg.BuildImages)
-	str("renderDir", &cfg.RenderDir)
-	str("upstreamDir", &cfg.Upstream.Dir)
-	boolean("renderAllScenarios", &cfg.RenderAllScenarios)
-	str("httpbinImage", &cfg.Images.HTTPBin)
-	str("grpcbinImage", &cfg.Images.GRPCBin)
-	str("fortioImage", &cfg.Images.Fortio)
-	str("ghzImage", &cfg.Images.GHZ)
-	str("h2dialImage", &cfg.Images.H2dialPushed)
-	if _, err := c.TrySecret("grafanaPassword"); err == nil {
-		cfg.GrafanaPassword = c.RequireSecret("grafanaPassword")
+	boolean(configkey.SkipAwait, &cfg.SkipAwait)
+	boolean(configkey.Monitoring, &cfg.Monitoring)
+	str(configkey.KubePrometheusStackVersion, &cfg.KubePrometheusStackVersion)
+	boolean(configkey.InstallUpstream, &cfg.InstallUpstream)
+	boolean(configkey.BuildImages, &cfg.BuildImages)
+	str(configkey.RenderDir, &cfg.RenderDir)
+	str(configkey.UpstreamDir, &cfg.Upstream.Dir)
+	boolean(configkey.RenderAllScenarios, &cfg.RenderAllScenarios)
+	str(configkey.HTTPBinImage, &cfg.Images.HTTPBin)
+	str(configkey.GRPCBinImage, &cfg.Images.GRPCBin)
+	str(configkey.FortioImage, &cfg.Images.Fortio)
+	str(configkey.GHZImage, &cfg.Images.GHZ)
+	str(configkey.H2dialImage, &cfg.Images.H2dialPushed)
+	if _, err := c.TrySecret(configkey.GrafanaPassword); err == nil {
+		cfg.GrafanaPassword = c.RequireSecret(configkey.GrafanaPassword)
 		cfg.grafanaPasswordSet = true
 	}
 	errs = append(errs, checkKeys(os.Getenv(pulumi.EnvConfig), os.Getenv(pulumi.EnvConfigSecretKeys))...)
@@ -286,39 +291,39 @@ func (c Config) Validate() error {
 	var errs []error
 	bad := func(key, value, allowed string) { errs = append(errs, &ConfigError{key, value, allowed}) }
 	switch c.Cluster {
-	case "k3d":
+	case ClusterK3d:
 		if !namePattern.MatchString(c.ClusterName) {
-			bad("clusterName", c.ClusterName, "lower-case letters, digits and dashes, at most 32 characters")
+			bad(configkey.ClusterName, c.ClusterName, "lower-case letters, digits and dashes, at most 32 characters")
 		}
 		if !k3sPattern.MatchString(c.K3sImage) {
-			bad("k3sImage", c.K3sImage, "a pinned k3s image such as rancher/k3s:v1.33.4-k3s1 (the CNI paths depend on it)")
+			bad(configkey.K3sImage, c.K3sImage, "a pinned k3s image such as rancher/k3s:v1.33.4-k3s1 (the CNI paths depend on it)")
 		}
 		if c.APIPort == c.HostPort {
-			bad("apiPort", fmt.Sprint(c.APIPort), "a port other than igwlab:hostPort (both are published on 127.0.0.1)")
+			bad(configkey.APIPort, fmt.Sprint(c.APIPort), "a port other than igwlab:hostPort (both are published on 127.0.0.1)")
 		}
-	case "existing":
+	case ClusterExisting:
 		if c.RenderDir == "" && c.Kubeconfig == "" && c.KubeContext == "" {
 			bad("kubeconfig", c.Kubeconfig, "a kubeconfig path (or set kubeContext) when cluster is existing")
 		}
 	default:
-		bad("cluster", c.Cluster, "k3d or existing")
+		bad(configkey.Cluster, c.Cluster, "k3d or existing")
 	}
 	for _, f := range []struct {
 		key string
 		v   int
-	}{{"hostPort", c.HostPort}, {"apiPort", c.APIPort}, {"gatewayReplicas", c.GatewayReplicas}, {"proxyConcurrency", c.ProxyConcurrency}, {"waypointReplicas", c.WaypointReplicas}} {
+	}{{configkey.HostPort, c.HostPort}, {configkey.APIPort, c.APIPort}, {configkey.GatewayReplicas, c.GatewayReplicas}, {configkey.ProxyConcurrency, c.ProxyConcurrency}, {configkey.WaypointReplicas, c.WaypointReplicas}} {
 		if r := intRanges[f.key]; f.v < r.lo || f.v > r.hi {
 			bad(f.key, fmt.Sprint(f.v), r.text())
 		}
 	}
 	if !versionPattern.MatchString(c.IstioVersion) || !strings.HasPrefix(c.IstioVersion, "1.") {
-		bad("istioVersion", c.IstioVersion, "an Istio release such as 1.27.9")
+		bad(configkey.IstioVersion, c.IstioVersion, "an Istio release such as 1.27.9")
 	}
 	if !regexp.MustCompile(`^v\d+\.\d+\.\d+$`).MatchString(c.GatewayAPIVersion) {
-		bad("gatewayApiVersion", c.GatewayAPIVersion, "a Gateway API release such as v1.3.0")
+		bad(configkey.GatewayAPIVersion, c.GatewayAPIVersion, "a Gateway API release such as v1.3.0")
 	}
 	if !versionPattern.MatchString(c.KubePrometheusStackVersion) {
-		bad("kubePrometheusStackVersion", c.KubePrometheusStackVersion, "a chart version such as 84.5.0")
+		bad(configkey.KubePrometheusStackVersion, c.KubePrometheusStackVersion, "a chart version such as 84.5.0")
 	}
 	cat, err := stacks.Builtin()
 	if err != nil {
@@ -328,20 +333,20 @@ func (c Config) Validate() error {
 		bad("scenario", c.Scenario, "a scenario of the catalog: "+strings.Join(cat.Names(), ", "))
 	}
 	if c.Monitoring && c.InstallUpstream && !c.grafanaPasswordSet {
-		bad("grafanaPassword", "", "a secret: pulumi config set --secret igwlab:grafanaPassword <password>")
+		bad(configkey.GrafanaPassword, "", "a secret: pulumi config set --secret igwlab:grafanaPassword <password>")
 	}
 	if !drainOK(c.GatewayDrainDuration) {
 		bad("gatewayDrainDuration", c.GatewayDrainDuration.String(), drainAllowed)
 	}
 	errs = append(errs, c.checkH2dialImage()...)
 	if c.RenderAllScenarios && c.RenderDir == "" {
-		bad("renderAllScenarios", "true", "true only together with renderDir (every scenario's filter at once would conflict on a cluster)")
+		bad(configkey.RenderAllScenarios, "true", "true only together with renderDir (every scenario's filter at once would conflict on a cluster)")
 	}
 	if allowed := c.Upstream.check(c.Monitoring); allowed != "" {
-		bad("upstreamDir", c.Upstream.Dir, allowed)
+		bad(configkey.UpstreamDir, c.Upstream.Dir, allowed)
 	}
-	if c.RenderDir != "" && c.Cluster == "k3d" {
-		bad("cluster", c.Cluster, "existing when renderDir is set (render mode needs no cluster)")
+	if c.RenderDir != "" && c.Cluster == ClusterK3d {
+		bad(configkey.Cluster, c.Cluster, "existing when renderDir is set (render mode needs no cluster)")
 	}
 	return errors.Join(errs...)
 }
@@ -356,7 +361,7 @@ func (c Config) ScenarioOf() (stacks.Scenario, *stacks.Catalog, error) {
 	if err != nil {
 		return stacks.Scenario{}, nil, err
 	}
-	eff := sc.Effective("k3d")
+	eff := sc.Lab()
 	eff.Knobs = eff.Knobs.Overlay(c.Knobs)
 	return eff, cat, nil
 }

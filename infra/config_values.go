@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/igwlab/igwlab/internal/configkey"
 )
 
 // The gateway's drain time: Istio requires at least 1 s in whole seconds (its ProxyConfig
@@ -20,7 +22,7 @@ const (
 func ParseDrainDuration(raw string) (time.Duration, error) {
 	d, err := time.ParseDuration(strings.TrimSpace(raw))
 	if err != nil || !drainOK(d) {
-		return 0, &ConfigError{"gatewayDrainDuration", raw, drainAllowed}
+		return 0, &ConfigError{configkey.GatewayDrainDuration, raw, drainAllowed}
 	}
 	return d, nil
 }
@@ -47,17 +49,17 @@ func (c Config) checkH2dialImage() []error {
 	if img != "" {
 		m := imageRef.FindStringSubmatch(img)
 		if m == nil || (m[1] == "" && m[2] == "") || m[1] == "latest" {
-			return []error{&ConfigError{"h2dialImage", img, h2dialImageAllowed}}
+			return []error{&ConfigError{configkey.H2dialImage, img, h2dialImageAllowed}}
 		}
 		return nil
 	}
-	if c.RenderDir != "" || c.SkipAwait || (c.Cluster == "k3d" && c.BuildImages) {
+	if c.RenderDir != "" || c.SkipAwait || (c.Cluster == ClusterK3d && c.BuildImages) {
 		return nil
 	}
 	why := "required with igwlab:cluster existing (the lab builds h2dial into k3d only)"
-	if c.Cluster == "k3d" {
+	if c.Cluster == ClusterK3d {
 		why = "required with igwlab:buildImages false (nothing else puts h2dial on the nodes)"
 	}
-	return []error{&ConfigError{"h2dialImage", "", fmt.Sprintf("%s; %s: build and push it with docker build -t REGISTRY/igwlab/h2dial:TAG -f %s . && docker push REGISTRY/igwlab/h2dial:TAG",
+	return []error{&ConfigError{configkey.H2dialImage, "", fmt.Sprintf("%s; %s: build and push it with docker build -t REGISTRY/igwlab/h2dial:TAG -f %s . && docker push REGISTRY/igwlab/h2dial:TAG",
 		h2dialImageAllowed, why, H2dialDockerfile)}}
 }

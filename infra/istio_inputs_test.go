@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/igwlab/igwlab/infra/envoyfilter"
+	"github.com/igwlab/igwlab/internal/testutil"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -67,7 +68,7 @@ func TestIstioInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = enc.Close()
-	if *update {
+	if testutil.Updating() {
 		if err := os.WriteFile(istioInputsPath, b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -89,17 +90,7 @@ func everyKnob(t *testing.T) (map[string]any, stacks.Knobs) {
 	var k stacks.Knobs
 	text := map[string]any{}
 	for _, s := range stacks.Registry {
-		var v string
-		switch s.Type {
-		case stacks.Uint32:
-			v = fmt.Sprint(min(s.Min+4321, s.Max))
-		case stacks.DurationKnob:
-			v = "17s"
-		case stacks.Bool:
-			v = map[string]string{"true": "false", "false": "true"}[s.Default]
-		default:
-			v = "{}"
-		}
+		v := s.Example()
 		if err := s.Set(&k, v); err != nil {
 			t.Fatalf("%s=%s: %v", s.Path, v, err)
 		}

@@ -57,7 +57,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	switch {
 	case cfg.RenderDir != "":
 		provArgs.RenderYamlToDirectory = pulumi.StringPtr(cfg.RenderDir)
-	case cfg.Cluster == "k3d":
+	case cfg.Cluster == ClusterK3d:
 		if lab.Cluster, err = NewCluster(ctx, "cluster", &ClusterArgs{Name: cfg.ClusterName, Image: cfg.K3sImage,
 			HostPort: cfg.HostPort, APIPort: cfg.APIPort, Owner: ctx.Project() + "/" + ctx.Stack()}); err != nil {
 			return nil, err
@@ -97,7 +97,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 		return nil, err
 	}
 	if lab.LoadGen, err = NewLoadGenerators(ctx, "loadgen", &LoadGenArgs{Images: cfg.Images,
-		Build: cfg.BuildImages && cfg.Images.H2dialPushed == "" && cfg.Cluster == "k3d" && cfg.RenderDir == "", ClusterName: cfg.ClusterName,
+		Build: cfg.BuildImages && cfg.Images.H2dialPushed == "" && cfg.Cluster == ClusterK3d && cfg.RenderDir == "", ClusterName: cfg.ClusterName,
 		Cluster: lab.Cluster, SourceDir: root, SkipAwait: cfg.SkipAwait}, opts...); err != nil {
 		return nil, err
 	}

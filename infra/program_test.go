@@ -1,9 +1,7 @@
 package infra
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -15,10 +13,9 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/igwlab/igwlab/infra/envoyfilter"
+	"github.com/igwlab/igwlab/internal/testutil"
 	"github.com/igwlab/igwlab/stacks"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden resource graphs")
 
 // recorder is a Pulumi mock that records every resource registration, so a test can look at
 // the whole graph after the program ran, without awaiting outputs.
@@ -96,21 +93,7 @@ func TestResourceGraphPerScenario(t *testing.T) {
 	cat, _ := stacks.Builtin()
 	for _, name := range cat.Names() {
 		got := run(t, scenario(name)).graph()
-		path := filepath.Join("testdata", "graph", name+".txt")
-		if *update {
-			_ = os.MkdirAll(filepath.Dir(path), 0o755)
-			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (go test ./infra -update)", err)
-		}
-		if got != string(want) {
-			t.Errorf("%s: resource graph differs from %s:\n%s", name, path, got)
-		}
+		testutil.Golden(t, filepath.Join("testdata", "graph", name+".txt"), []byte(got))
 	}
 }
 
@@ -127,7 +110,7 @@ func TestEnvoyFilterMatchesGolden(t *testing.T) {
 			t.Fatalf("%s: no EnvoyFilter", sc.Name)
 		}
 		got := ef.Inputs["spec"].Mappable()
-		want := envoyfilter.Spec(sc.Effective("k3d"), envoyfilter.DefaultTarget)
+		want := envoyfilter.Spec(sc.Lab(), envoyfilter.DefaultTarget)
 		if fmt.Sprint(normalize(got)) != fmt.Sprint(normalize(want)) {
 			t.Errorf("%s: registered spec\n%v\nwant\n%v", sc.Name, got, want)
 		}

@@ -47,7 +47,7 @@ func NewScenario(ctx *pulumi.Context, name string, args *ScenarioArgs, opts ...p
 		if err != nil {
 			return nil, err
 		}
-		sc := lab.Effective("k3d")
+		sc := lab.Lab()
 		if !args.SideBySide {
 			sc.Knobs = sc.Knobs.Overlay(args.Overrides)
 		}

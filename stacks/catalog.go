@@ -64,7 +64,7 @@ func (c *Catalog) Merge(extra *Catalog) (*Catalog, error) {
 		}
 		out.add(s)
 	}
-	if errs := out.checkControls(false); len(errs) > 0 {
+	if errs := append(out.checkControls(false), out.checkFeeds()...); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	out.sort()
@@ -164,3 +164,45 @@ func (c *Catalog) Select(only, skip []string) ([]*Scenario, error) {
 	}
 	return out, nil
 }
+
+// Feeds maps each call of the evaluation to its roles and, for each role, the scenario that
+// feeds it (from the scenarios' feeds).
+type Feeds map[string]map[string]string
+
+// Scenario returns the scenario that feeds call in role, or "".
+func (f Feeds) Scenario(call, role string) string { return f[call][role] }
+
+// Feeds returns who feeds which call in which role.
+func (c *Catalog) Feeds() Feeds {
+	out := Feeds{}
+	for _, s := range c.list {
+		for _, f := range s.Feeds {
+			if out[f.Call] == nil {
+				out[f.Call] = map[string]string{}
+			}
+			out[f.Call][f.Role] = s.Name
+		}
+	}
+	return out
+}
+
+// checkFeeds refuses two scenarios feeding one call in the same role: the call would be made
+// from whichever came last.
+func (c *Catalog) checkFeeds() []error {
+	var errs []error
+	seen := map[Feed]*Scenario{}
+	for _, s := range c.list {
+		for _, f := range s.Feeds {
+			if prev, dup := seen[f]; dup {
+				errs = append(errs, &FieldError{File: s.File, Field: "feeds", Msg: fmt.Sprintf("call %q role %q is already fed by %s (%s)", f.Call, f.Role, prev.Name, prev.File)})
+				continue
+			}
+			seen[f] = s
+		}
+	}
+	return errs
+}
+
+// DefaultScenario is the scenario a lab stack runs when its config names none: the trigger of
+// the mechanism, few long-lived connections and no stream cap.
+const DefaultScenario = "02-trigger"

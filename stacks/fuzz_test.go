@@ -98,8 +98,7 @@ func checkAccepted(t *testing.T, file string, s *Scenario) {
 	if s.File != file || s.Name != strings.TrimSuffix(path.Base(file), ".yaml") {
 		t.Fatalf("accepted %q as scenario %q", file, s.Name)
 	}
-	for _, target := range []string{"k3d", TargetLocal} {
-		eff := s.Effective(target)
+	for target, eff := range map[string]Scenario{"lab": s.Lab(), "with local departures": s.WithLocal()} {
 		for _, spec := range Registry {
 			if err := spec.Check(&eff.Knobs); err != nil {
 				t.Fatalf("%s target: knob %s: %v", target, spec.Path, err)

@@ -3,10 +3,6 @@ package stacks
 import (
 	"fmt"
 	"math"
-	"reflect"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -78,6 +74,9 @@ type KnobSpec struct {
 	// Default is the value in force on an Istio 1.27 gateway (Envoy 1.35) when the knob is not
 	// set, as text: Envoy's default, unless Istio sets its own.
 	Default string
+	// InForce is that value written as the knob is ("" where Envoy leaves the field out and
+	// the feature off). The emulator runs with it and its config_dump shows it.
+	InForce string
 	// Unit names the unit of the value.
 	Unit string
 	// Doc says what the knob does.
@@ -91,13 +90,13 @@ const maxProtoDuration = 10 * 365 * 24 * time.Hour
 // Registry lists every knob the catalog accepts, with Envoy's names, ranges and defaults.
 var Registry = []KnobSpec{
 	{Path: "hcm.http2_protocol_options.max_concurrent_streams", Type: Uint32, Min: 1, Max: 2147483647,
-		Default: "2147483647", Unit: "streams",
+		Default: "2147483647", InForce: "2147483647", Unit: "streams",
 		Doc: "SETTINGS_MAX_CONCURRENT_STREAMS advertised to clients; a stream over it is refused (REFUSED_STREAM) until the client acknowledges the setting, and is a connection error (GOAWAY PROTOCOL_ERROR) after."},
 	{Path: "hcm.http2_protocol_options.initial_stream_window_size", Type: Uint32, Min: 65535, Max: 2147483647,
-		Default: "268435456", Unit: "bytes",
+		Default: "268435456", InForce: "268435456", Unit: "bytes",
 		Doc: "per-stream HTTP/2 receive window, also the soft limit of bytes buffered per stream."},
 	{Path: "hcm.http2_protocol_options.initial_connection_window_size", Type: Uint32, Min: 65535, Max: 2147483647,
-		Default: "268435456", Unit: "bytes",
+		Default: "268435456", InForce: "268435456", Unit: "bytes",
 		Doc: "per-connection HTTP/2 receive window."},
 	{Path: "hcm.common_http_protocol_options.max_requests_per_connection", Type: Uint32, Min: 0, Max: math.MaxUint32,
 		Default: "unlimited", Unit: "requests",
@@ -106,22 +105,22 @@ var Registry = []KnobSpec{
 		Default: "unlimited", Unit: "duration",
 		Doc: "a connection older than this drains (GOAWAY) or closes if idle; 0s or unset means no limit."},
 	{Path: "hcm.common_http_protocol_options.idle_timeout", Type: DurationKnob, MinD: 0, MaxD: maxProtoDuration,
-		Default: "3600s", Unit: "duration",
+		Default: "3600s", InForce: "3600s", Unit: "duration",
 		Doc: "a connection with no active stream for this long drains; 0s disables."},
 	{Path: "hcm.stream_idle_timeout", Type: DurationKnob, MinD: 0, MaxD: maxProtoDuration,
-		Default: "0s", Unit: "duration",
+		Default: "0s", InForce: "0s", Unit: "duration",
 		Doc: "a stream with no activity for this long is reset; 0s disables (Istio sets 0s on every HTTP connection manager; Envoy's own default is 300s)."},
 	{Path: "hcm.drain_timeout", Type: DurationKnob, MinD: 0, MaxD: maxProtoDuration,
-		Default: "5s", Unit: "duration",
+		Default: "5s", InForce: "5s", Unit: "duration",
 		Doc: "time between the GOAWAY shutdown notice and the final GOAWAY of a draining HTTP/2 connection."},
 	{Path: "listener.per_connection_buffer_limit_bytes", Type: Uint32, Min: 0, Max: math.MaxUint32,
-		Default: "1048576", Unit: "bytes",
+		Default: "1048576", InForce: "1048576", Unit: "bytes",
 		Doc: "high watermark of a connection's buffers; above it the gateway stops reading the upstream."},
 	{Path: "listener.connection_balance_config.exact_balance", Type: Presence,
 		Default: "unset (kernel SO_REUSEPORT hashing)", Unit: "{}",
 		Doc: "hand each accepted connection to the worker with the fewest active connections."},
 	{Path: "listener.enable_reuse_port", Type: Bool,
-		Default: "true", Unit: "bool",
+		Default: "true", InForce: "true", Unit: "bool",
 		Doc: "one listening socket per worker, so the kernel hashes connections to workers."},
 }
 
@@ -157,173 +156,3 @@ func (s KnobSpec) Range() string {
 		return "{} (present) or absent"
 	}
 }
-
-// Get returns the knob's value in k as text, and whether it is set.
-func (s KnobSpec) Get(k *Knobs) (string, bool) {
-	v, ok := field(reflect.ValueOf(k).Elem(), s.Path, false)
-	if !ok || v.IsNil() {
-		return "", false
-	}
-	switch x := v.Interface().(type) {
-	case *uint32:
-		return strconv.FormatUint(uint64(*x), 10), true
-	case *Duration:
-		return x.String(), true
-	case *bool:
-		return strconv.FormatBool(*x), true
-	default:
-		return "{}", true
-	}
-}
-
-// Set parses text and stores it in k, checking Envoy's range.
-func (s KnobSpec) Set(k *Knobs, text string) error {
-	v, ok := field(reflect.ValueOf(k).Elem(), s.Path, true)
-	if !ok {
-		return fmt.Errorf("knob %s has no field", s.Path)
-	}
-	text = strings.TrimSpace(text)
-	switch s.Type {
-	case Uint32:
-		n, err := strconv.ParseUint(text, 10, 64)
-		if err != nil || n < s.Min || n > s.Max {
-			return fmt.Errorf("%q is out of range: allowed %s %s", text, s.Range(), s.Unit)
-		}
-		u := uint32(n)
-		v.Set(reflect.ValueOf(&u))
-	case DurationKnob:
-		d, err := ParseDuration(text)
-		if err != nil {
-			return fmt.Errorf("%v: allowed %s", err, s.Range())
-		}
-		if d.D() < s.MinD || d.D() > s.MaxD {
-			return fmt.Errorf("%s is out of range: allowed %s", d, s.Range())
-		}
-		v.Set(reflect.ValueOf(&d))
-	case Bool:
-		b, err := strconv.ParseBool(text)
-		if err != nil {
-			return fmt.Errorf("%q is not true or false", text)
-		}
-		v.Set(reflect.ValueOf(&b))
-	case Presence:
-		if text != "{}" && text != "true" {
-			return fmt.Errorf("%q: write {} to set it", text)
-		}
-		v.Set(reflect.New(v.Type().Elem()))
-	}
-	return nil
-}
-
-// Check validates the value stored in k against the knob's range.
-func (s KnobSpec) Check(k *Knobs) error {
-	text, ok := s.Get(k)
-	if !ok {
-		return nil
-	}
-	var probe Knobs
-	return s.Set(&probe, text)
-}
-
-// field walks path (yaml tags) from v. With alloc it allocates nil intermediate pointers.
-func field(v reflect.Value, path string, alloc bool) (reflect.Value, bool) {
-	parts := strings.Split(path, ".")
-	for i, name := range parts {
-		if v.Kind() == reflect.Pointer {
-			if v.IsNil() {
-				if !alloc {
-					return reflect.Value{}, false
-				}
-				v.Set(reflect.New(v.Type().Elem()))
-			}
-			v = v.Elem()
-		}
-		if v.Kind() != reflect.Struct {
-			return reflect.Value{}, false
-		}
-		f, ok := fieldByTag(v, name)
-		if !ok {
-			return reflect.Value{}, false
-		}
-		v = f
-		if i == len(parts)-1 {
-			return v, true
-		}
-	}
-	return reflect.Value{}, false
-}
-
-func fieldByTag(v reflect.Value, tag string) (reflect.Value, bool) {
-	t := v.Type()
-	for i := 0; i < t.NumField(); i++ {
-		if yamlName(t.Field(i)) == tag {
-			return v.Field(i), true
-		}
-	}
-	return reflect.Value{}, false
-}
-
-func yamlName(f reflect.StructField) string {
-	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-	return name
-}
-
-// Set lists the knobs that are set, path -> value text, sorted by path.
-func (k Knobs) Set() []KnobValue {
-	var out []KnobValue
-	for _, s := range Registry {
-		if v, ok := s.Get(&k); ok {
-			out = append(out, KnobValue{Path: s.Path, Value: v})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out
-}
-
-// KnobValue is one set knob.
-type KnobValue struct {
-	Path  string `json:"path"`
-	Value string `json:"value"`
-}
-
-// Clone returns a deep copy.
-func (k Knobs) Clone() Knobs {
-	var out Knobs
-	for _, kv := range k.Set() {
-		spec, _ := Lookup(kv.Path)
-		_ = spec.Set(&out, kv.Value) // values came from a valid Knobs
-	}
-	return out
-}
-
-// Overlay returns k with every knob set in top replacing k's value.
-func (k Knobs) Overlay(top Knobs) Knobs {
-	out := k.Clone()
-	for _, kv := range top.Set() {
-		spec, _ := Lookup(kv.Path)
-		_ = spec.Set(&out, kv.Value)
-	}
-	return out
-}
-
-// Effective returns the value in force for every knob: the set value or Envoy's default.
-func (k Knobs) Effective() []KnobValue {
-	var out []KnobValue
-	for _, s := range Registry {
-		v, ok := s.Get(&k)
-		if !ok {
-			v = s.Default
-		}
-		out = append(out, KnobValue{Path: s.Path, Value: v})
-	}
-	return out
-}
-
-// IsZero reports whether no knob is set.
-func (k Knobs) IsZero() bool { return len(k.Set()) == 0 }
-
-// HCMSet reports whether any HttpConnectionManager knob is set.
-func (k Knobs) HCMSet() bool { return k.HCM != (HCMKnobs{}) }
-
-// ListenerSet reports whether any Listener knob is set.
-func (k Knobs) ListenerSet() bool { return k.Listener != (ListenerKnobs{}) }

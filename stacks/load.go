@@ -75,9 +75,9 @@ func joinCapped(errs []error) error {
 
 var (
 	namePattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	feedPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 ._-]{0,39}$`)
+	rolePattern   = regexp.MustCompile(`^[a-z][a-z-]{0,31}$`)
 	hypotheses    = []string{"", "H-A", "H-B", "H-C", "H-D", "H-E", "S11", "WAYPOINT", "S12", "S9", "S10", "S8"}
-	clientKinds   = []string{"h2dial", "fortio", "grpc"}
-	h2dialModes   = []string{"shared", "distinct"}
 	jwtModes      = []string{"permissive", "strict"}
 	responseFlags = []string{"DC", "DF", "DI", "DO", "DPE", "FI", "IH", "LH", "LR", "NC", "NFCF", "NR", "OM",
 		"RFCF", "RL", "RLSE", "SI", "UAEX", "UC", "UF", "UH", "UMSDR", "UO", "UPE", "UR", "URX", "UT"}
@@ -188,42 +188,7 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 	intRange("order", s.Order)
 	oneOf("hypothesis", s.Hypothesis, hypotheses)
 
-	c := s.Client
-	oneOf("client.kind", c.Kind, clientKinds)
-	intRange("client.concurrency", c.Concurrency)
-	switch c.Kind {
-	case "h2dial":
-		oneOf("client.mode", c.Mode, h2dialModes)
-	case "grpc":
-		if c.Connections == 0 {
-			s.Client.Connections = 1
-		}
-		intRange("client.connections", s.Client.Connections)
-	}
-	if c.Kind != "h2dial" && c.Mode != "" {
-		bad("client.mode", "only h2dial has a transport mode")
-	}
-	if c.Kind != "grpc" && c.Connections != 0 {
-		bad("client.connections", "only the grpc client takes a connection count (h2dial and fortio connections follow from mode and concurrency)")
-	}
-	if c.Kind != "grpc" && !strings.HasPrefix(c.Path, "/") {
-		bad("client.path", fmt.Sprintf("%q must start with /", c.Path))
-	}
-	qpsRange("client.qps", c.QPS)
-	if c.Slow != nil {
-		if c.Kind != "h2dial" || c.Mode != "shared" {
-			bad("client.slow", "slow workers need client.kind h2dial with mode shared (they share the fast workers' transport)")
-		}
-		if !strings.HasPrefix(c.Slow.Path, "/") {
-			bad("client.slow.path", fmt.Sprintf("%q must start with /", c.Slow.Path))
-		}
-		intRange("client.slow.workers", c.Slow.Workers)
-	}
-	for k := range c.Headers {
-		if k == "" || strings.ContainsAny(k, " :\r\n") {
-			bad("client.headers", fmt.Sprintf("%q is not a header name", k))
-		}
-	}
+	checkClient(s, bad, intRange, qpsRange, oneOf)
 
 	durRange("load.duration", s.Load.Duration)
 	durRange("load.warmup", s.Load.Warmup)
@@ -265,6 +230,19 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 		if j.Issuer == "" {
 			bad("filters.jwt.issuer", "missing: the issuer the gateway accepts")
 		}
+	}
+	seenFeeds := map[Feed]bool{}
+	for i, f := range s.Feeds {
+		field := fmt.Sprintf("feeds[%d]", i)
+		switch {
+		case !feedPattern.MatchString(f.Call):
+			bad(field+".call", fmt.Sprintf("%q: want the ID of a call of the evaluation (igwlab suite prints them), such as H-A or H-B h2dial", f.Call))
+		case !rolePattern.MatchString(f.Role):
+			bad(field+".role", fmt.Sprintf("%q: want the role the call's check names, in lower-case letters and dashes, such as control", f.Role))
+		case seenFeeds[f]:
+			bad(field, fmt.Sprintf("call %q role %q is listed twice", f.Call, f.Role))
+		}
+		seenFeeds[f] = true
 	}
 	intRange("requires.min_concurrency", s.Requires.MinConcurrency)
 	if s.Control != "" && s.Control == s.Name {
@@ -334,6 +312,7 @@ func load(fsys fs.FS, dir string, external bool) (*Catalog, error) {
 		errs = append(errs, fmt.Errorf("catalog %s holds no scenario files (*.yaml)", dir))
 	}
 	errs = append(errs, cat.checkControls(external)...)
+	errs = append(errs, cat.checkFeeds()...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

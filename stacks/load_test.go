@@ -167,7 +167,7 @@ func TestSelectPairsControl(t *testing.T) {
 func TestEffectiveLocalDepartures(t *testing.T) {
 	cat, _ := Builtin()
 	s, _ := cat.Get("04-fortio")
-	lab, local := s.Effective("k3d"), s.Effective(TargetLocal)
+	lab, local := s.Lab(), s.WithLocal()
 	spec, _ := Lookup("hcm.common_http_protocol_options.max_requests_per_connection")
 	if v, _ := spec.Get(&lab.Knobs); v != "10000" {
 		t.Fatalf("lab mrpc %s", v)

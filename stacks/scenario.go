@@ -24,6 +24,10 @@ type Scenario struct {
 	Title string `yaml:"title"`
 	// Hypothesis names the hypothesis or check the scenario feeds (H-A .. H-E, S11, WAYPOINT, S12).
 	Hypothesis string `yaml:"hypothesis"`
+	// Feeds are the calls of the evaluation this scenario's run feeds, each in a role the
+	// call's check names (control, capped, rotated...): the checks and the plots ask for roles,
+	// never for scenario names.
+	Feeds []Feed `yaml:"feeds"`
 	// Teaches says, in a sentence or two, what the scenario shows.
 	Teaches string `yaml:"teaches"`
 	// Watch says which numbers show the effect.
@@ -50,10 +54,16 @@ type Scenario struct {
 	File string `yaml:"-"`
 }
 
+// Feed is one call a scenario feeds, and its role in it.
+type Feed struct {
+	Call string `yaml:"call"`
+	Role string `yaml:"role"`
+}
+
 // Client describes the load generator of a scenario.
 type Client struct {
-	// Kind is h2dial (dials new connections at the stream cap), fortio (a fixed pool that
-	// queues) or grpc (one ClientConn, as ghz --connections=1).
+	// Kind is one of ClientKinds: h2dial (dials new connections at the stream cap), fortio (a
+	// fixed pool that queues) or grpc (one ClientConn, as ghz --connections=1).
 	Kind string `yaml:"kind"`
 	// Mode is h2dial's transport layout: shared (one http2.Transport) or distinct (one per worker).
 	Mode string `yaml:"mode"`
@@ -189,14 +199,17 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Effective returns the scenario as run on the given target: on "local" the Local departures
-// are applied on top of the lab values; on any other target the lab values are returned.
-func (s *Scenario) Effective(target string) Scenario {
+// Lab returns the scenario with the lab's values: a copy that shares no knob with s.
+func (s *Scenario) Lab() Scenario {
 	out := *s
 	out.Knobs = s.Knobs.Clone()
-	if target != TargetLocal {
-		return out
-	}
+	return out
+}
+
+// WithLocal returns the scenario with its local departures applied on top of the lab values:
+// what a target that takes them (the emulated pool) runs. Departures lists them.
+func (s *Scenario) WithLocal() Scenario {
+	out := s.Lab()
 	if s.Local.Load.Duration > 0 {
 		out.Load.Duration = s.Local.Load.Duration
 	}
@@ -215,9 +228,6 @@ func (s *Scenario) Effective(target string) Scenario {
 	out.Knobs = out.Knobs.Overlay(s.Local.Knobs)
 	return out
 }
-
-// TargetLocal names the local target.
-const TargetLocal = "local"
 
 // Departures lists, knob by knob, where the local target departs from the lab values.
 func (s *Scenario) Departures() []Departure {

@@ -6,8 +6,6 @@ package envoyfilter
 
 import (
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -79,7 +77,7 @@ func Spec(sc stacks.Scenario, t Target) map[string]any {
 			"patch": map[string]any{"operation": "MERGE", "value": map[string]any{"typed_config": hcm}},
 		})
 	}
-	if l := section(sc.Knobs, "listener."); len(l) > 0 {
+	if l := sc.Knobs.Envoy("listener."); len(l) > 0 {
 		patches = append(patches, map[string]any{
 			"applyTo": "LISTENER",
 			"match":   map[string]any{"context": "GATEWAY", "listener": map[string]any{"portNumber": t.Port}},
@@ -90,7 +88,7 @@ func Spec(sc stacks.Scenario, t Target) map[string]any {
 }
 
 func hcmValue(sc stacks.Scenario) map[string]any {
-	v := section(sc.Knobs, "hcm.")
+	v := sc.Knobs.Envoy("hcm.")
 	if al := sc.Filters.AccessLog; al != nil {
 		flags := make([]any, len(al.ResponseFlags))
 		for i, f := range al.ResponseFlags {
@@ -117,47 +115,6 @@ func hcmValue(sc stacks.Scenario) map[string]any {
 	return v
 }
 
-// section nests the set knobs under prefix (hcm. or listener.) as Envoy's JSON: numbers as
-// numbers, durations as "10s", booleans, and {} for presence knobs.
-func section(k stacks.Knobs, prefix string) map[string]any {
-	out := map[string]any{}
-	for _, kv := range k.Set() {
-		rest, ok := strings.CutPrefix(kv.Path, prefix)
-		if !ok {
-			continue
-		}
-		spec, _ := stacks.Lookup(kv.Path)
-		put(out, strings.Split(rest, "."), jsonValue(spec, kv.Value))
-	}
-	return out
-}
-
-func jsonValue(spec stacks.KnobSpec, text string) any {
-	switch spec.Type {
-	case stacks.Uint32:
-		n, _ := strconv.ParseUint(text, 10, 64)
-		return n
-	case stacks.Bool:
-		return text == "true"
-	case stacks.Presence:
-		return map[string]any{}
-	default:
-		return text
-	}
-}
-
-func put(m map[string]any, path []string, v any) {
-	for _, p := range path[:len(path)-1] {
-		next, ok := m[p].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			m[p] = next
-		}
-		m = next
-	}
-	m[path[len(path)-1]] = v
-}
-
 // Knobs reads the knobs and the access-log filter back out of an EnvoyFilter spec that Spec
 // rendered (or that a user wrote the same way). Patches it does not understand are an error:
 // a knob that the runner cannot see would be a knob it cannot verify.
@@ -180,8 +137,8 @@ func Knobs(spec map[string]any) (stacks.Knobs, *stacks.AccessLog, error) {
 		default:
 			return k, nil, fmt.Errorf("configPatches[%d]: applyTo %v is not one igwlab renders", i, pm["applyTo"])
 		}
-		if err := readSection(&k, root, prefix, "", i); err != nil {
-			return k, nil, err
+		if err := k.ReadEnvoy(root, prefix, "access_log"); err != nil {
+			return k, nil, fmt.Errorf("configPatches[%d]: %w", i, err)
 		}
 		if logs, ok := root["access_log"].([]any); ok && prefix == "hcm." {
 			al = &stacks.AccessLog{}
@@ -197,42 +154,6 @@ func Knobs(spec map[string]any) (stacks.Knobs, *stacks.AccessLog, error) {
 		}
 	}
 	return k, al, nil
-}
-
-// readSection walks a patch value and sets every knob it finds.
-func readSection(k *stacks.Knobs, m map[string]any, prefix, path string, patch int) error {
-	keys := make([]string, 0, len(m))
-	for key := range m {
-		keys = append(keys, key)
-	}
-	sort.Strings(keys)
-	for _, key := range keys {
-		if key == "@type" || key == "access_log" {
-			continue
-		}
-		full := prefix + path + key
-		if spec, ok := stacks.Lookup(full); ok {
-			text := fmt.Sprint(m[key])
-			if spec.Type == stacks.Presence {
-				text = "{}"
-			}
-			if f, ok := m[key].(float64); ok {
-				text = strconv.FormatFloat(f, 'f', -1, 64)
-			}
-			if err := spec.Set(k, text); err != nil {
-				return fmt.Errorf("configPatches[%d]: %s: %v", patch, full, err)
-			}
-			continue
-		}
-		sub, ok := m[key].(map[string]any)
-		if !ok {
-			return fmt.Errorf("configPatches[%d]: %s is not a knob igwlab knows (see igwlab knobs)", patch, full)
-		}
-		if err := readSection(k, sub, prefix, path+key+".", patch); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // RequestAuthentication renders scenario 11's JWT rule: with no AuthorizationPolicy it is

@@ -1,8 +1,6 @@
 package envoyfilter
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -10,10 +8,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/igwlab/igwlab/internal/testutil"
 	"github.com/igwlab/igwlab/stacks"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden EnvoyFilter files")
 
 func catalog(t *testing.T) []*stacks.Scenario {
 	t.Helper()
@@ -28,24 +25,11 @@ func catalog(t *testing.T) []*stacks.Scenario {
 // compares it with testdata/<scenario>.yaml. Run with -update to accept a change.
 func TestGoldenEnvoyFilters(t *testing.T) {
 	for _, sc := range catalog(t) {
-		got, err := YAML(Object(DefaultName, sc.Effective("k3d"), DefaultTarget))
+		got, err := YAML(Object(DefaultName, sc.Lab(), DefaultTarget))
 		if err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join("testdata", sc.Name+".yaml")
-		if *update {
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run go test ./infra/envoyfilter -update)", err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("%s: EnvoyFilter differs from %s:\n%s", sc.Name, path, got)
-		}
+		testutil.Golden(t, filepath.Join("testdata", sc.Name+".yaml"), got)
 	}
 }
 
@@ -53,8 +37,7 @@ func TestGoldenEnvoyFilters(t *testing.T) {
 // EnvoyFilter and every patch into Envoy's protos, unknown fields rejected.
 func TestEveryScenarioValidatesAgainstEnvoyAndIstio(t *testing.T) {
 	for _, sc := range catalog(t) {
-		for _, target := range []string{"k3d", stacks.TargetLocal} {
-			eff := sc.Effective(target)
+		for target, eff := range map[string]stacks.Scenario{"lab": sc.Lab(), "with local departures": sc.WithLocal()} {
 			if err := Validate(Spec(eff, DefaultTarget)); err != nil {
 				t.Errorf("%s (%s): %v", sc.Name, target, err)
 			}
@@ -95,7 +78,7 @@ func TestMisspeltKnobFailsValidation(t *testing.T) {
 		var sc stacks.Scenario
 		for _, s := range catalog(t) {
 			if s.Name == "04-mrpc" {
-				sc = s.Effective("k3d")
+				sc = s.Lab()
 			}
 		}
 		spec := Spec(sc, DefaultTarget)
@@ -114,7 +97,7 @@ func typedConfig(spec map[string]any) map[string]any {
 // TestKnobsRoundTrip reads every scenario's knobs back out of its EnvoyFilter.
 func TestKnobsRoundTrip(t *testing.T) {
 	for _, sc := range catalog(t) {
-		eff := sc.Effective("k3d")
+		eff := sc.Lab()
 		// Through YAML and back, as the runner reads what the Pulumi program rendered.
 		b, _ := YAML(Object(DefaultName, eff, DefaultTarget))
 		var obj map[string]any

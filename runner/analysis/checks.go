@@ -10,9 +10,9 @@ type nums = map[string]float64
 // checks are the lab's calls, in the order the evaluation block prints them. Each states its
 // rule in terms that do not hinge on where a handful of connections happened to land.
 var checks = []check{
-	{id: "H-A", title: "the mechanism: few connections concentrate load", needs: []string{"01-baseline", "02-trigger"},
+	{id: "H-A", title: "the mechanism: few connections concentrate load", roles: []string{"baseline", "trigger"},
 		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
-			s1, s2 := get("01-baseline"), get("02-trigger")
+			s1, s2 := get("baseline"), get("trigger")
 			ratio := ratioOf(s2.CV, s1.CV)
 			v := Investigate
 			if s2.CV > 2*s1.CV {
@@ -27,9 +27,9 @@ var checks = []check{
 				fmt.Sprintf("s2 %s vs s1 %s: %.1fx; %s; p99 %.1f ms vs %.1f ms",
 					cvText(s2), cvText(s1), ratio, busyVs(s2.Tier, s1.Tier), s2.P99Ms, s1.P99Ms)
 		}},
-	{id: "H-B fortio", title: "a stream cap does nothing for a queueing client", needs: []string{"02-fortio", "03-fortio"},
+	{id: "H-B fortio", title: "a stream cap does nothing for a queueing client", roles: []string{"control", "capped"},
 		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
-			a, b := get("02-fortio"), get("03-fortio")
+			a, b := get("control"), get("capped")
 			ratio := ratioOf(b.CV, a.CV)
 			v := Confirmed
 			if b.ConnectionsTotal > a.ConnectionsTotal {
@@ -39,9 +39,9 @@ var checks = []check{
 				fmt.Sprintf("connections %d -> %d with the cap (fortio dialed nothing); s3f %s; s2f %s",
 					int(a.ConnectionsTotal), int(b.ConnectionsTotal), cvText(b), cvText(a))
 		}},
-	{id: "H-B h2dial", title: "a stream cap makes a dialing client spread", needs: []string{"02-trigger", "03-mcs-cap"},
+	{id: "H-B h2dial", title: "a stream cap makes a dialing client spread", roles: []string{"control", "capped"},
 		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
-			s2, s3 := get("02-trigger"), get("03-mcs-cap")
+			s2, s3 := get("control"), get("capped")
 			ratio := ratioOf(s3.CV, s2.CV)
 			v := Investigate
 			switch {
@@ -55,9 +55,9 @@ var checks = []check{
 				fmt.Sprintf("connections %d -> %d under the cap; s3 %s vs s2 %s; p99 %.1f ms vs %.1f ms",
 					int(s2.ConnectionsTotal), int(s3.ConnectionsTotal), cvText(s3), cvText(s2), s3.P99Ms, s2.P99Ms)
 		}},
-	{id: "H-C h2dial", title: "count rotation spreads a dialing client", needs: []string{"02-trigger", "04-mrpc"},
+	{id: "H-C h2dial", title: "count rotation spreads a dialing client", roles: []string{"control", "rotated"},
 		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
-			s2, s4 := get("02-trigger"), get("04-mrpc")
+			s2, s4 := get("control"), get("rotated")
 			ratio := ratioOf(s4.CV, s2.CV)
 			v := Investigate
 			if rotated(s4, s2, s4.MaxRequestsReached) && s4.CV < s2.CV {
@@ -68,9 +68,9 @@ var checks = []check{
 				fmt.Sprintf("%s; s4 %s vs s2 %s", rotationText(s4, s2, s4.MaxRequestsReached, "downstream_cx_max_requests_reached", "requests at or over the limit"),
 					cvText(s4), cvText(s2))
 		}},
-	{id: "H-C fortio", title: "count rotation spreads a queueing client", needs: []string{"02-fortio", "04-fortio"},
+	{id: "H-C fortio", title: "count rotation spreads a queueing client", roles: []string{"control", "rotated"},
 		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
-			a, b := get("02-fortio"), get("04-fortio")
+			a, b := get("control"), get("rotated")
 			ratio := ratioOf(b.CV, a.CV)
 			v := Investigate
 			switch {
@@ -85,9 +85,9 @@ var checks = []check{
 					rotationText(b, a, b.MaxRequestsReached, "downstream_cx_max_requests_reached", "requests at or over the limit"),
 					cvText(b), cvText(a), 100*(1-ratio))
 		}},
-	{id: "H-D", title: "flow-control windows as a hidden bottleneck", needs: []string{"02-trigger", "05-windows"},
+	{id: "H-D", title: "flow-control windows as a hidden bottleneck", roles: []string{"control", "windows"},
 		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
-			s2, s5 := get("02-trigger"), get("05-windows")
+			s2, s5 := get("control"), get("windows")
 			a, b := s2.FlowControlPaused, s5.FlowControlPaused
 			ratio := ratioOf(b, a)
 			// A few pauses come and go with how fast this machine drains sockets; a bottleneck
@@ -103,9 +103,9 @@ var checks = []check{
 			}
 			return v, ratio, "s5 paused / s2 paused", nums{"s2_paused": a, "s5_paused": b, "s2_p99_ms": s2.P99Ms, "s5_p99_ms": s5.P99Ms}, detail
 		}},
-	{id: "H-E", title: "exact_balance evens workers inside a pod", needs: []string{"13-conn-balance-control", "13-conn-balance"},
+	{id: "H-E", title: "exact_balance evens workers inside a pod", roles: []string{"control", "balanced"},
 		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
-			c, e := get("13-conn-balance-control"), get("13-conn-balance")
+			c, e := get("control"), get("balanced")
 			ratio := ratioOf(e.WorkerCVMean, c.WorkerCVMean)
 			v := Investigate
 			switch {
@@ -119,9 +119,9 @@ var checks = []check{
 				fmt.Sprintf("mean per-pod worker CV %.3f with exact_balance vs %.3f control (max %.3f vs %.3f); pod-level CV %.3f vs %.3f, unchanged as expected",
 					e.WorkerCVMean, c.WorkerCVMean, e.WorkerCVMax, c.WorkerCVMax, e.CV, c.CV)
 		}},
-	{id: "S11", title: "cost of a realistic filter chain", needs: []string{"02-trigger", "11-realistic-filters"},
+	{id: "S11", title: "cost of a realistic filter chain", roles: []string{"control", "filters"},
 		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
-			s2, s11 := get("02-trigger"), get("11-realistic-filters")
+			s2, s11 := get("control"), get("filters")
 			// Both runs saturate one worker, so the throughput it loses is the chain's share of
 			// its time: a steadier measure than the tail, which moves with the queue.
 			loss := 1 - ratioOf(s11.RPS, s2.RPS)
@@ -133,9 +133,9 @@ var checks = []check{
 				fmt.Sprintf("the saturated worker served %.0f rps with the chain vs %.0f without (%.0f%% less); p99 %.1f ms vs %.1f ms",
 					s11.RPS, s2.RPS, 100*loss, s11.P99Ms, s2.P99Ms)
 		}},
-	{id: "WAYPOINT", title: "concentration carries through the waypoint hop", needs: []string{"06-waypoint-baseline", "07-waypoint-trigger"},
+	{id: "WAYPOINT", title: "concentration carries through the waypoint hop", roles: []string{"baseline", "trigger"},
 		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
-			s6, s7 := get("06-waypoint-baseline"), get("07-waypoint-trigger")
+			s6, s7 := get("baseline"), get("trigger")
 			w6, w7 := tierCV(s6.Waypoint), tierCV(s7.Waypoint) // spread of requests across waypoint pods
 			v := Investigate
 			if s7.CV > 2*s6.CV && w7 > w6 {
@@ -153,9 +153,9 @@ var checks = []check{
 				fmt.Sprintf("gateway CV %.3f (s7) vs %.3f (s6); CV of requests across waypoint pods %.3f vs %.3f; %s",
 					s7.CV, s6.CV, w7, w6, busy)
 		}},
-	{id: "S12", title: "one gRPC ClientConn means one pod", needs: []string{"12-grpc-variant"},
+	{id: "S12", title: "one gRPC ClientConn means one pod", roles: []string{"one-conn"},
 		eval: func(get lookup, pods int) (string, float64, string, nums, string) {
-			s12 := get("12-grpc-variant")
+			s12 := get("one-conn")
 			want := math.Sqrt(float64(pods - 1))
 			v := Investigate
 			if int(s12.ConnectionsTotal) == 1 && math.Abs(s12.CV-want) < 1e-3 {
@@ -164,9 +164,9 @@ var checks = []check{
 			return v, ratioOf(s12.CV, want), "CV / sqrt(n-1)", nums{"cv": s12.CV, "expected": want, "k": s12.ConnectionsTotal},
 				fmt.Sprintf("%d connection(s); CV %.3f against sqrt(%d) = %.3f", int(s12.ConnectionsTotal), s12.CV, pods-1, want)
 		}},
-	{id: "S9", title: "slow streams tax fast ones on a shared connection", needs: []string{"02-trigger", "09-hol-blocking"},
+	{id: "S9", title: "slow streams tax fast ones on a shared connection", roles: []string{"control", "slow"},
 		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
-			s2, s9 := get("02-trigger"), get("09-hol-blocking")
+			s2, s9 := get("control"), get("slow")
 			ratio := ratioOf(s9.P99Ms, s2.P99Ms)
 			v := Confirmed
 			why := ""
@@ -181,9 +181,9 @@ var checks = []check{
 				fmt.Sprintf("fast-stream p99 %.1f ms vs %.1f ms; slow streams p99 %.0f ms; stream_idle_timeout fired %d times (slow is not idle)%s",
 					s9.P99Ms, s2.P99Ms, s9.SlowP99Ms, int(s9.RqIdleTimeout), why)
 		}},
-	{id: "S10", title: "time-based rotation fires", needs: []string{"10-rotation"},
+	{id: "S10", title: "time-based rotation fires", roles: []string{"rotation"},
 		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
-			s10 := get("10-rotation")
+			s10 := get("rotation")
 			v := Investigate
 			if s10.MaxDurationReached > 0 {
 				v = Pass
@@ -192,9 +192,9 @@ var checks = []check{
 				fmt.Sprintf("downstream_cx_max_duration_reached %d; %d connections opened, %d closed while the load ran; %s%s",
 					int(s10.MaxDurationReached), int(s10.ConnectionsTotal), int(s10.GoAways), cvText(s10), drainsText(s10))
 		}},
-	{id: "S8", title: "a larger per-connection buffer means fewer read pauses", needs: []string{"08-buffers-control", "08-buffers"},
+	{id: "S8", title: "a larger per-connection buffer means fewer read pauses", roles: []string{"control", "buffers"},
 		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
-			c, s8 := get("08-buffers-control"), get("08-buffers")
+			c, s8 := get("control"), get("buffers")
 			// Same payload, same client; compare pauses per request, as throughput may differ.
 			a := ratioOf(c.FlowControlPaused, float64(max(1, c.Requests)))
 			b := ratioOf(s8.FlowControlPaused, float64(max(1, s8.Requests)))

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
+
+	"github.com/igwlab/igwlab/internal/argmax"
+	"github.com/igwlab/igwlab/stacks"
 )
 
 // Verdict is one hypothesis' call, with the numbers behind it.
@@ -42,28 +44,48 @@ const (
 	Unexpected   = "UNEXPECTED"
 )
 
-// lookup returns the result of a scenario in one repetition, or nil.
-type lookup func(name string) *Result
+// lookup returns the result, in one repetition, of the scenario that feeds the check in a
+// role, or nil.
+type lookup func(role string) *Result
 
+// check is one call: it asks for the scenarios that feed it by role (the catalog's feeds say
+// which scenario that is), never by name.
 type check struct {
 	id, title string
-	needs     []string
+	roles     []string
 	eval      func(get lookup, pods int) (verdict string, ratio float64, ratioName string, nums map[string]float64, detail string)
 }
 
-// Evaluate makes every hypothesis call. runs holds, per scenario, one result per repetition.
-// With several repetitions each is judged on its own; the verdict is the most common call and
-// its confidence says how many runs agree; ratios are reported as median and range.
-func Evaluate(runs map[string][]*Result, pods int) []Verdict {
+// Evaluate makes every hypothesis call. runs holds, per scenario, one result per repetition;
+// feeds says which scenario feeds each call in each role (the catalog's). With several
+// repetitions each is judged on its own; the verdict is the most common call and its
+// confidence says how many runs agree; ratios are reported as median and range.
+func Evaluate(runs map[string][]*Result, pods int, feeds stacks.Feeds) []Verdict {
 	reps := 0
 	for _, rs := range runs {
 		reps = max(reps, len(rs))
 	}
 	var out []Verdict
 	for _, c := range checks {
-		v := Verdict{ID: c.id, Title: c.title, Scenarios: c.needs}
+		needs := make([]string, len(c.roles))
+		byRole := map[string]string{}
+		var unfed []string
+		for i, role := range c.roles {
+			needs[i] = feeds.Scenario(c.id, role)
+			byRole[role] = needs[i]
+			if needs[i] == "" {
+				unfed = append(unfed, role)
+			}
+		}
+		v := Verdict{ID: c.id, Title: c.title, Scenarios: needs}
+		if len(unfed) > 0 {
+			v.Verdict, v.Scenarios = Skipped, nil
+			v.Detail = fmt.Sprintf("no scenario of the catalog feeds this call as %s", strings.Join(unfed, ", "))
+			out = append(out, v)
+			continue
+		}
 		missing := []string{}
-		for _, n := range c.needs {
+		for _, n := range needs {
 			if !ran(runs[n]) {
 				missing = append(missing, n)
 			}
@@ -73,7 +95,7 @@ func Evaluate(runs map[string][]*Result, pods int) []Verdict {
 			v.Detail = "not in this run: " + strings.Join(missing, ", ")
 			for _, n := range missing {
 				if rs := runs[n]; len(rs) > 0 && rs[0].Reason != "" {
-					v.Detail = n + " " + rs[0].Status + ": " + rs[0].Reason
+					v.Detail = n + " " + string(rs[0].Status) + ": " + rs[0].Reason
 				}
 			}
 			out = append(out, v)
@@ -88,22 +110,22 @@ func Evaluate(runs map[string][]*Result, pods int) []Verdict {
 		}
 		details := map[string]string{}
 		for i := 0; i < reps; i++ {
-			get := func(name string) *Result {
-				rs := runs[name]
-				if i < len(rs) && rs[i].Status == "ok" {
+			get := func(role string) *Result {
+				rs := runs[byRole[role]]
+				if i < len(rs) && rs[i].OK() {
 					return rs[i]
 				}
 				return nil
 			}
 			complete := true
-			for _, n := range c.needs {
-				complete = complete && get(n) != nil
+			for _, role := range c.roles {
+				complete = complete && get(role) != nil
 			}
 			if !complete {
 				continue
 			}
-			for _, n := range c.needs {
-				if get(n).Disturbed && !slices.Contains(v.Disturbed, n) {
+			for _, role := range c.roles {
+				if n := byRole[role]; get(role).Disturbed && !slices.Contains(v.Disturbed, n) {
 					v.Disturbed = append(v.Disturbed, n)
 				}
 			}
@@ -152,28 +174,19 @@ func CheckIDs() []string {
 
 func ran(rs []*Result) bool {
 	for _, r := range rs {
-		if r.Status == "ok" {
+		if r.OK() {
 			return true
 		}
 	}
 	return false
 }
 
+// majority is the most common call, the first in alphabetical order on a tie.
 func majority(calls map[string]int) string {
-	keys := make([]string, 0, len(calls))
-	for k := range calls {
-		keys = append(keys, k)
+	if v, ok := argmax.Key(calls, nil); ok {
+		return v
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if calls[keys[i]] != calls[keys[j]] {
-			return calls[keys[i]] > calls[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	if len(keys) == 0 {
-		return Inconclusive
-	}
-	return keys[0]
+	return Inconclusive
 }
 
 func ratioOf(a, b float64) float64 {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/igwlab/igwlab/stacks"
 )
 
 func ok(name string, f func(r *Result)) *Result {
@@ -72,7 +74,7 @@ func TestEvaluateCalls(t *testing.T) {
 		if c.edit != nil {
 			c.edit(runs)
 		}
-		got := byID(Evaluate(runs, 6))[c.id]
+		got := byID(Evaluate(runs, 6, feeds(t)))[c.id]
 		if got.Verdict != c.want {
 			t.Errorf("%s: %s (%s), want %s", c.id, got.Verdict, got.Detail, c.want)
 		}
@@ -92,7 +94,7 @@ func TestEvaluateRepeatsReportsAgreementAndSpread(t *testing.T) {
 			runs[k] = append(runs[k], v)
 		}
 	}
-	v := byID(Evaluate(runs, 6))["H-A"]
+	v := byID(Evaluate(runs, 6, feeds(t)))["H-A"]
 	if v.Verdict != Pass || v.Runs != 3 || v.Agree != 2 || v.Confidence != "2 of 3 runs" {
 		t.Fatalf("%+v", v)
 	}
@@ -100,11 +102,11 @@ func TestEvaluateRepeatsReportsAgreementAndSpread(t *testing.T) {
 		t.Fatalf("ratio %v [%v, %v]", *v.Ratio, *v.RatioMin, *v.RatioMax)
 	}
 	var b bytes.Buffer
-	WriteBlock(&b, Header{Target: "local", Pods: 6, Concurrency: 1, Repeat: 3}, Evaluate(runs, 6))
+	WriteBlock(&b, Header{Target: "local", Pods: 6, Concurrency: 1, Repeat: 3}, Evaluate(runs, 6, feeds(t)))
 	if !strings.Contains(b.String(), "PASS (2 of 3 runs)") {
 		t.Fatalf("block:\n%s", b.String())
 	}
-	if _, err := json.Marshal(Evaluate(runs, 6)); err != nil {
+	if _, err := json.Marshal(Evaluate(runs, 6, feeds(t))); err != nil {
 		t.Fatalf("verdicts do not encode: %v", err)
 	}
 }
@@ -114,7 +116,46 @@ func TestEvaluateNeverEmitsInfinity(t *testing.T) {
 		"01-baseline": {ok("01-baseline", func(r *Result) { r.CV = 0 })},
 		"02-trigger":  {ok("02-trigger", func(r *Result) { r.CV = 2.236 })},
 	}
-	if _, err := json.Marshal(Evaluate(runs, 6)); err != nil {
+	if _, err := json.Marshal(Evaluate(runs, 6, feeds(t))); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// feeds is the built-in catalog's map of calls, roles and scenarios.
+func feeds(t *testing.T) stacks.Feeds {
+	t.Helper()
+	cat, err := stacks.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat.Feeds()
+}
+
+// TestEveryRoleIsFed: the built-in catalog feeds every role of every check, with a scenario
+// that exists, and feeds no call or role that no check asks for.
+func TestEveryRoleIsFed(t *testing.T) {
+	cat, _ := stacks.Builtin()
+	f := cat.Feeds()
+	asked := map[string]map[string]bool{}
+	for _, c := range checks {
+		asked[c.id] = map[string]bool{}
+		for _, role := range c.roles {
+			asked[c.id][role] = true
+			name := f.Scenario(c.id, role)
+			if _, ok := cat.Get(name); !ok {
+				t.Errorf("%s: no scenario feeds role %q", c.id, role)
+			}
+		}
+	}
+	for call, roles := range f {
+		for role, name := range roles {
+			if !asked[call][role] {
+				t.Errorf("%s feeds call %q as %q, which no check asks for", name, call, role)
+			}
+		}
+	}
+	v := byID(Evaluate(map[string][]*Result{}, 6, stacks.Feeds{}))["H-A"]
+	if v.Verdict != Skipped || !strings.Contains(v.Detail, "feeds this call as baseline, trigger") {
+		t.Errorf("a call no scenario feeds: %+v", v)
 	}
 }

@@ -2,32 +2,51 @@ package analysis
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
-	"github.com/igwlab/igwlab/runner/load"
 	"github.com/igwlab/igwlab/runner/stats"
 	"github.com/igwlab/igwlab/stacks"
 )
 
-// Input is everything measured for one scenario run.
+// Input is everything measured for one scenario run, in the analysis' own terms: the suite
+// fills it from a target and a client, a re-analysis from a results folder.
 type Input struct {
-	Scenario stacks.Scenario // as run (local departures applied on the local target)
-	Lab      stacks.Scenario // the lab values, for reports
-	Target   string
-	// TargetDepartures are where the target runs every scenario differently from the lab.
-	TargetDepartures []stacks.Departure
-	Pre, Post        []stats.Pod // gateway pods, matched by name
-	WaypointPre      []stats.Pod
-	WaypointPost     []stats.Pod
-	Peaks            Peaks
+	Scenario Scenario
+	// Departures are where the run departed from the lab's values: the scenario's own on this
+	// target, then the target's (shown in the reports).
+	Departures   []stacks.Departure
+	Pre, Post    []stats.Pod // gateway pods, matched by name
+	WaypointPre  []stats.Pod
+	WaypointPost []stats.Pod
+	Peaks        Peaks
 	// ClosedDuringLoad is how many connections the gateway saw close while the load ran
 	// (downstream_cx_destroy, sampled each second): the ones rotation drained, for clients
 	// that keep their connections.
 	ClosedDuringLoad float64
-	Client           *load.Result
+	Client           *Client // nil when the client reported nothing
 	Window           time.Duration
+}
+
+// Scenario is what the analysis needs to know of the scenario that ran.
+type Scenario struct {
+	Name, Title, Hypothesis string
+	// Client is the client kind (h2dial, fortio, grpc).
+	Client string
+	// Knobs are every knob in force, set or default.
+	Knobs []stacks.KnobValue
+}
+
+// Client is what the load client saw in the window.
+type Client struct {
+	RPS                 float64
+	Requests, Errors    int64
+	P50, P90, P99, P999 float64 // milliseconds
+	Connections         int     // connections the client opened
+	SlowP99             float64 // the slow workers' p99 (ms), where the scenario has them
 }
 
 // Peaks are maxima seen by the once-a-second sampler during the window.
@@ -65,7 +84,7 @@ type Result struct {
 	Title      string   `json:"title"`
 	Hypothesis string   `json:"hypothesis,omitempty"`
 	Client     string   `json:"client"`
-	Status     string   `json:"status"` // ok, skipped, failed, interrupted, not-run
+	Status     Status   `json:"status"`
 	Reason     string   `json:"reason,omitempty"`
 	Disturbed  bool     `json:"disturbed,omitempty"`
 	Faults     []string `json:"faults,omitempty"`
@@ -116,13 +135,9 @@ type Result struct {
 func Analyze(in Input) *Result {
 	r := &Result{
 		Name: in.Scenario.Name, Title: in.Scenario.Title, Hypothesis: in.Scenario.Hypothesis,
-		Client: in.Scenario.Client.Kind, Status: "ok", Knobs: in.Scenario.Knobs.Effective(),
-		WindowS: in.Window.Seconds(), Peaks: in.Peaks,
+		Client: in.Scenario.Client, Status: StatusOK, Knobs: in.Scenario.Knobs,
+		WindowS: in.Window.Seconds(), Peaks: in.Peaks, Departures: in.Departures,
 	}
-	if in.Target == stacks.TargetLocal {
-		r.Departures = in.Lab.Departures()
-	}
-	r.Departures = append(r.Departures, in.TargetDepartures...)
 	deltas, restarted := deltaAll(in.Pre, in.Post)
 	if restarted {
 		r.Disturbed = true
@@ -160,11 +175,8 @@ func Analyze(in Input) *Result {
 	}
 	if c := in.Client; c != nil {
 		r.RPS, r.Requests, r.Errors = c.RPS, c.Requests, c.Errors
-		r.P50Ms, r.P90Ms, r.P99Ms, r.P999Ms = c.Latency.P50, c.Latency.P90, c.Latency.P99, c.Latency.P999
-		r.ClientConnections = c.ConnectionsOpened
-		if c.Slow != nil {
-			r.SlowP99Ms = c.Slow.Latency.P99
-		}
+		r.P50Ms, r.P90Ms, r.P99Ms, r.P999Ms = c.P50, c.P90, c.P99, c.P999
+		r.ClientConnections, r.SlowP99Ms = c.Connections, c.SlowP99
 	}
 	if len(in.WaypointPost) > 0 {
 		wd, wr := deltaAll(in.WaypointPre, in.WaypointPost)
@@ -206,11 +218,7 @@ func tier(deltas []stats.Pod, window time.Duration) Tier {
 		wcv := workerCV(d.WorkerCx)
 		t.WorkerCV[d.Name] = wcv
 		wcvs = append(wcvs, wcv)
-		ids := make([]int, 0, len(d.WorkerBusyNs))
-		for id := range d.WorkerBusyNs {
-			ids = append(ids, id)
-		}
-		sort.Ints(ids)
+		ids := slices.Sorted(maps.Keys(d.WorkerBusyNs))
 		t.BusyMeasured = t.BusyMeasured || len(ids) > 0
 		for _, id := range ids {
 			ratio := 0.0
@@ -261,4 +269,9 @@ func workerCV(m map[int]float64) float64 {
 		xs = append(xs, v)
 	}
 	return CV(xs)
+}
+
+// ScenarioOf is what the analysis needs of a scenario as it ran.
+func ScenarioOf(sc stacks.Scenario) Scenario {
+	return Scenario{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis, Client: sc.Client.Kind, Knobs: sc.Knobs.Effective()}
 }

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/igwlab/igwlab/infra"
-	"github.com/igwlab/igwlab/runner/target/kubetest"
+	"github.com/igwlab/igwlab/runner/gateway/kubetest"
 )
 
 // upstreamDir lays out igwlab:upstreamDir from the Go module cache: Istio's charts at the

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/igwlab/igwlab/runner/stack"
-	"github.com/igwlab/igwlab/runner/target/kubetest"
+	"github.com/igwlab/igwlab/runner/gateway/kubetest"
+	"github.com/igwlab/igwlab/runner/pulumistack"
 )
 
 var (
@@ -50,7 +50,7 @@ func apiServerTools(t *testing.T) (kubeBin, pulumiBin string) {
 // apiServerStack opens an inline stack on a local file backend, configured for an existing
 // cluster without nodes (workloads not awaited) on scenario 02-trigger, plus conf; it returns
 // the stack and its workspace folder (for igwlab commands' --inline-dir).
-func apiServerStack(t *testing.T, pulumiBin, name string, conf map[string]string) (stack.Stack, string) {
+func apiServerStack(t *testing.T, pulumiBin, name string, conf map[string]string) (pulumistack.Stack, string) {
 	t.Helper()
 	tmp := t.TempDir()
 	for _, d := range []string{"home", "state"} {
@@ -64,7 +64,7 @@ func apiServerStack(t *testing.T, pulumiBin, name string, conf map[string]string
 	t.Setenv("KUBECONFIG", "")
 	ctx := context.Background()
 	inline := filepath.Join(tmp, "workspace")
-	st, err := stack.Open(ctx, stack.Options{Name: name, Inline: true, InlineDir: inline})
+	st, err := pulumistack.Open(ctx, pulumistack.Options{Name: name, Inline: true, InlineDir: inline})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,24 +8,34 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/igwlab/igwlab/runner/atomicfile"
+	"github.com/igwlab/igwlab/infra"
+	"github.com/igwlab/igwlab/internal/atomicfile"
+	"github.com/igwlab/igwlab/runner/cli/app"
+	"github.com/igwlab/igwlab/runner/pulumistack"
 )
 
-// runKubeconfig puts the k3d lab's kubeconfig (a secret stack output) where kubectl finds it:
+// runKubeconfig puts the lab cluster's kubeconfig (a secret stack output) where kubectl finds it:
 // merged into the default kubeconfig, or written to its own file with --out. It prints the
 // context name (and the file), never the kubeconfig: it holds the cluster's admin key.
-func runKubeconfig(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("kubeconfig", stderr)
-	var sf stackFlags
-	sf.register(fs)
-	out := fs.String("out", "", "write the kubeconfig to this file (mode 0600) instead of merging it into the default one")
-	if err := parse(fs, args); err != nil {
+func kubeconfigCmd(e *app.Env) *cobra.Command {
+	var sf app.StackFlags
+	var out string
+	c := app.Command("kubeconfig", "merge the lab cluster's kubeconfig into ~/.kube/config (or --out FILE) for kubectl; prints the context, never the key",
+		func(cmd *cobra.Command) error { return runKubeconfig(cmd.Context(), &sf, out, e.Stdout, e.Stderr) })
+	sf.Register(c.Flags())
+	c.Flags().StringVar(&out, "out", "", "write the kubeconfig to this file (mode 0600) instead of merging it into the default one")
+	return c
+}
+
+func runKubeconfig(ctx context.Context, sf *app.StackFlags, out string, stdout, stderr io.Writer) error {
+	if err := sf.Check(); err != nil {
 		return err
 	}
-	st, err := sf.openUnlocked(ctx)
+	st, _, err := pulumistack.OpenFor(ctx, stackOptions(sf), "")
 	if err != nil {
 		return err
 	}
@@ -35,9 +45,10 @@ func runKubeconfig(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	kc, _ := outs["kubeconfig"].(string)
 	if kc == "" {
-		return fmt.Errorf("stack %s has no kubeconfig output: it is made for a k3d cluster (igwlab:cluster k3d) once pulumi up -s %s has run", sf.name, sf.name)
+		return fmt.Errorf("stack %s has no kubeconfig output: it is made for a %s cluster (igwlab:cluster %s) once pulumi up -s %s has run",
+			sf.Name, infra.ClusterK3d, infra.ClusterK3d, sf.Name)
 	}
-	path, ctxName, err := writeKubeconfig([]byte(kc), *out)
+	path, ctxName, err := writeKubeconfig([]byte(kc), out)
 	if err != nil {
 		return err
 	}

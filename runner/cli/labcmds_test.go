@@ -15,31 +15,32 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/igwlab/igwlab/infra"
-	"github.com/igwlab/igwlab/runner/stack"
+	"github.com/igwlab/igwlab/runner/gateway/cluster"
+	"github.com/igwlab/igwlab/runner/gateway/gatewaytest"
+	"github.com/igwlab/igwlab/runner/pulumistack"
 	"github.com/igwlab/igwlab/runner/suite"
-	"github.com/igwlab/igwlab/runner/target/targettest"
 	"github.com/igwlab/igwlab/stacks"
 )
 
 // fakeStackOpen makes the commands open st instead of a Pulumi stack, for one test.
-func fakeStackOpen(t *testing.T, st stack.Stack) *int {
+func fakeStackOpen(t *testing.T, st pulumistack.Stack) *int {
 	t.Helper()
 	opened := new(int)
-	prev := openStack
-	openStack = func(context.Context, stack.Options) (stack.Stack, error) {
+	prev := pulumistack.Opener
+	pulumistack.Opener = func(context.Context, pulumistack.Options) (pulumistack.Stack, error) {
 		*opened++
 		if st == nil {
 			return nil, errors.New("no stack in this test")
 		}
 		return st, nil
 	}
-	t.Cleanup(func() { openStack = prev })
+	t.Cleanup(func() { pulumistack.Opener = prev })
 	return opened
 }
 
 // TestLabCommandsFailFastWhileTheStackIsHeld: while a suite holds the stack (its lock, taken
 // here on a descriptor of its own, which flock treats exactly as another process's; the
-// cross-process case is runner/stack's test), preview, up and another suite fail at once,
+// cross-process case is runner/pulumistack's test), preview, up and another suite fail at once,
 // naming the holder, and never open the stack.
 func TestLabCommandsFailFastWhileTheStackIsHeld(t *testing.T) {
 	root, err := infra.RepoRoot()
@@ -47,7 +48,7 @@ func TestLabCommandsFailFastWhileTheStackIsHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	const name = "igwlab-lock-test"
-	release, err := stack.Lock(root, name, "suite --target k3d")
+	release, err := pulumistack.Lock(root, name, "suite --target k3d")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestLabCommandsFailFastWhileTheStackIsHeld(t *testing.T) {
 // overrides to the stack's preview and writes nothing to the stack's config; igwlab up writes
 // them, then applies.
 func TestPreviewHandsTheSwitchToThePreviewOnly(t *testing.T) {
-	st := &targettest.Stack{KubeRef: targettest.NewKube(1, 1), Config: map[string]string{"igwlab:scenario": "02-trigger"}}
+	st := &gatewaytest.Stack{KubeRef: gatewaytest.NewKube(1, 1), Config: map[string]string{"igwlab:scenario": "02-trigger"}}
 	fakeStackOpen(t, st)
 	var out, errb bytes.Buffer
 	args := []string{"preview", "--scenario", "04-mrpc", "--set", "hcm.http2_protocol_options.max_concurrent_streams=100", "--stack", "igwlab-preview-test"}
@@ -127,7 +128,7 @@ func TestKubeconfigCommand(t *testing.T) {
 	if err := os.WriteFile(def, []byte(prod), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st := &targettest.Stack{Config: map[string]string{}, Outs: map[string]any{"kubeconfig": labKubeconfig}}
+	st := &gatewaytest.Stack{Config: map[string]string{}, Outs: map[string]any{"kubeconfig": labKubeconfig}}
 	fakeStackOpen(t, st)
 	check := func(path string, wantContexts []string, current string, args ...string) {
 		t.Helper()
@@ -195,7 +196,7 @@ func TestREADMEStatesTheRealLabSuiteTime(t *testing.T) {
 	}
 	cat, _ := stacks.Builtin()
 	all, _ := cat.Select(nil, nil)
-	slow := suite.EstimateSuite(all, "k3d", 45*time.Second, infra.Defaults.ProxyConcurrency, 1)
+	slow := suite.EstimateSuite(all, cluster.Resolve, 45*time.Second, infra.Defaults.ProxyConcurrency, 1)
 	var missing []string
 	for _, want := range []string{"**" + m[1] + "**", m[2] + " scenario runs", "drain of " + m[3], slow.Total.String()} {
 		if !bytes.Contains(readme, []byte(want)) {

@@ -12,10 +12,10 @@ import (
 
 	"github.com/igwlab/igwlab/dashboard"
 	"github.com/igwlab/igwlab/internal/promtest"
+	"github.com/igwlab/igwlab/internal/testutil"
 	"github.com/igwlab/igwlab/runner/emulator"
 	"github.com/igwlab/igwlab/runner/load"
 	"github.com/igwlab/igwlab/runner/stats"
-	"github.com/igwlab/igwlab/runner/suite/suitetest"
 )
 
 // readPages reads a folder of <pod>.prom pages, as a suite run keeps them.
@@ -47,7 +47,7 @@ func readPages(t *testing.T, dir string, view func(stats.Snapshot) stats.Snapsho
 // served them and as a real Istio 1.27 gateway would (Istio's names, no igwlab.* stats), give
 // the same verdict, hot pod and lever.
 func TestRealGatewayPagesGiveTheSameDiagnosis(t *testing.T) {
-	dir := suitetest.Untar(t, filepath.Join("..", "suite", "testdata", "fullrun.tar.gz"))
+	dir := testutil.Untar(t, filepath.Join("..", "suite", "testdata", "fullrun.tar.gz"))
 	asServed := func(s stats.Snapshot) stats.Snapshot { return s }
 	for _, c := range []struct{ scenario, verdict string }{
 		{"02-trigger", FewConnections},

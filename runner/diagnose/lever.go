@@ -135,7 +135,7 @@ func chooseLever(r *Report, w *Window, placedBeyond bool) *Lever {
 		l = &Lever{Why: fmt.Sprintf("rotation is already in force (%s) and %d connection(s) still cover at most %d pod(s) at a time: the clients need more connections (a pool of gRPC channels, more client replicas), or rotation must be faster", r.Rotation.Text, int(r.ConnectionsActive), int(r.ConnectionsActive))}
 		if f := w.InForce; f != nil && f.MaxRequestsPerConnection > 0 {
 			v := rotationValue(r)
-			if uint64(v) < f.MaxRequestsPerConnection {
+			if uint64(v) < uint64(f.MaxRequestsPerConnection) {
 				l.Knob, l.Value = knobMaxRequests, strconv.Itoa(v)
 			}
 		}

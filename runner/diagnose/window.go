@@ -41,8 +41,8 @@ type PodWindow struct {
 
 // InForce is the rotation and caps the gateway's listener runs with, from /config_dump.
 type InForce struct {
-	MaxConcurrentStreams     uint64        `json:"max_concurrent_streams,omitempty"`
-	MaxRequestsPerConnection uint64        `json:"max_requests_per_connection,omitempty"`
+	MaxConcurrentStreams     uint32        `json:"max_concurrent_streams,omitempty"`
+	MaxRequestsPerConnection uint32        `json:"max_requests_per_connection,omitempty"`
 	MaxConnectionDuration    time.Duration `json:"max_connection_duration_ns,omitempty"`
 	ExactBalance             bool          `json:"exact_balance,omitempty"`
 	Pods                     int           `json:"pods_read"`

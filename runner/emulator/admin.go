@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/http"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -194,11 +195,7 @@ func (p *Pod) serveListeners(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Pod) serveClusters(w http.ResponseWriter, _ *http.Request) {
-	names := make([]string, 0, len(p.clusters))
-	for k := range p.clusters {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(p.clusters))
 	for _, k := range names {
 		c := p.clusters[k]
 		fmt.Fprintf(w, "%s::observability_name::%s\n", c.name, c.name)
@@ -225,51 +222,31 @@ func (p *Pod) serveConfigDump(w http.ResponseWriter, _ *http.Request) {
 	_ = enc.Encode(configDump(p.cfg.Load(), p.listenerAddr, p.hcmPrefix))
 }
 
+// configDump is the listener in force as Envoy's /config_dump shows it: the knobs in force,
+// written from the registry as an EnvoyFilter writes them, merged into the listener and its
+// HTTP connection manager.
 func configDump(c *listenerConfig, listener, prefix string) map[string]any {
-	dur := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s" }
-	common := map[string]any{"idle_timeout": dur(c.idleTimeout)}
-	if c.maxRequestsPerConn > 0 {
-		common["max_requests_per_connection"] = c.maxRequestsPerConn
-	}
-	if c.maxConnDuration > 0 {
-		common["max_connection_duration"] = dur(c.maxConnDuration)
-	}
 	httpFilters := []any{}
 	if c.filters.JWT != nil {
 		httpFilters = append(httpFilters, map[string]any{"name": "envoy.filters.http.jwt_authn"})
 	}
 	httpFilters = append(httpFilters, map[string]any{"name": "envoy.filters.http.router"})
-	hcm := map[string]any{
-		"@type":       "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
-		"stat_prefix": prefix,
-		"http2_protocol_options": map[string]any{
-			"max_concurrent_streams":         c.maxConcurrentStreams,
-			"initial_stream_window_size":     c.streamWindow,
-			"initial_connection_window_size": c.connWindow,
-		},
-		"common_http_protocol_options": common,
-		"stream_idle_timeout":          dur(c.streamIdleTimeout),
-		"drain_timeout":                dur(c.drainTimeout),
-		"http_filters":                 httpFilters,
-	}
+	hcm := c.knobs.Envoy("hcm.")
+	hcm["@type"] = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
+	hcm["stat_prefix"] = prefix
+	hcm["http_filters"] = httpFilters
 	if al := c.filters.AccessLog; al != nil {
 		hcm["access_log"] = []any{map[string]any{"name": "envoy.access_loggers.file",
 			"filter": map[string]any{"response_flag_filter": map[string]any{"flags": al.ResponseFlags}}}}
 	}
 	host, port, _ := strings.Cut(listener, "_")
 	pv, _ := strconv.Atoi(port)
-	l := map[string]any{
-		"@type":                             "type.googleapis.com/envoy.config.listener.v3.Listener",
-		"name":                              listener,
-		"address":                           map[string]any{"socket_address": map[string]any{"address": host, "port_value": pv}},
-		"per_connection_buffer_limit_bytes": c.bufferLimit,
-		"enable_reuse_port":                 c.reusePort,
-		"filter_chains": []any{map[string]any{"filters": []any{map[string]any{
-			"name": "envoy.filters.network.http_connection_manager", "typed_config": hcm}}}},
-	}
-	if c.exactBalance {
-		l["connection_balance_config"] = map[string]any{"exact_balance": map[string]any{}}
-	}
+	l := c.knobs.Envoy("listener.")
+	l["@type"] = "type.googleapis.com/envoy.config.listener.v3.Listener"
+	l["name"] = listener
+	l["address"] = map[string]any{"socket_address": map[string]any{"address": host, "port_value": pv}}
+	l["filter_chains"] = []any{map[string]any{"filters": []any{map[string]any{
+		"name": "envoy.filters.network.http_connection_manager", "typed_config": hcm}}}}
 	return map[string]any{"configs": []any{map[string]any{
 		"@type": "type.googleapis.com/envoy.admin.v3.ListenersConfigDump",
 		"dynamic_listeners": []any{map[string]any{"name": listener,

@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"reflect"
 	"time"
 
 	"github.com/igwlab/igwlab/stacks"
@@ -11,6 +12,9 @@ import (
 // already open; it drains them.
 type listenerConfig struct {
 	generation int
+	// knobs are every knob in force: the scenario's, else the value Istio's gateway runs with
+	// (stacks.KnobSpec.InForce). The fields below are read from them through knobFields.
+	knobs stacks.Knobs
 
 	maxConcurrentStreams uint32
 	streamWindow         uint32
@@ -28,16 +32,21 @@ type listenerConfig struct {
 	waypoint bool
 }
 
-// Envoy 1.35 defaults as Istio 1.27's gateway runs them: Istio sets stream_idle_timeout to 0
-// (off) on every HTTP connection manager it builds; the rest are Envoy's own.
-const (
-	defaultMaxConcurrentStreams = 2147483647
-	defaultWindow               = 268435456
-	defaultIdleTimeout          = time.Hour
-	defaultStreamIdleTimeout    = 0
-	defaultDrainTimeout         = 5 * time.Second
-	defaultBufferLimit          = 1 << 20
-)
+// knobFields binds every knob of the registry to the field the emulator reads it from; a knob
+// without a binding fails TestEveryKnobIsEmulated.
+var knobFields = map[string]func(*listenerConfig) any{
+	"hcm.http2_protocol_options.max_concurrent_streams":            func(c *listenerConfig) any { return &c.maxConcurrentStreams },
+	"hcm.http2_protocol_options.initial_stream_window_size":        func(c *listenerConfig) any { return &c.streamWindow },
+	"hcm.http2_protocol_options.initial_connection_window_size":    func(c *listenerConfig) any { return &c.connWindow },
+	"hcm.common_http_protocol_options.max_requests_per_connection": func(c *listenerConfig) any { return &c.maxRequestsPerConn },
+	"hcm.common_http_protocol_options.max_connection_duration":     func(c *listenerConfig) any { return &c.maxConnDuration },
+	"hcm.common_http_protocol_options.idle_timeout":                func(c *listenerConfig) any { return &c.idleTimeout },
+	"hcm.stream_idle_timeout":                                      func(c *listenerConfig) any { return &c.streamIdleTimeout },
+	"hcm.drain_timeout":                                            func(c *listenerConfig) any { return &c.drainTimeout },
+	"listener.per_connection_buffer_limit_bytes":                   func(c *listenerConfig) any { return &c.bufferLimit },
+	"listener.connection_balance_config.exact_balance":             func(c *listenerConfig) any { return &c.exactBalance },
+	"listener.enable_reuse_port":                                   func(c *listenerConfig) any { return &c.reusePort },
+}
 
 // Setup is what the gateway pool is told to run: a scenario's knobs, filters and waypoint toggle.
 type Setup struct {
@@ -47,58 +56,20 @@ type Setup struct {
 }
 
 func newListenerConfig(s Setup, generation int) *listenerConfig {
-	c := &listenerConfig{
-		generation:           generation,
-		maxConcurrentStreams: defaultMaxConcurrentStreams,
-		streamWindow:         defaultWindow,
-		connWindow:           defaultWindow,
-		idleTimeout:          defaultIdleTimeout,
-		streamIdleTimeout:    defaultStreamIdleTimeout,
-		drainTimeout:         defaultDrainTimeout,
-		bufferLimit:          defaultBufferLimit,
-		reusePort:            true,
-		filters:              s.Filters,
-		waypoint:             s.Waypoint,
-	}
-	k := s.Knobs
-	if h := k.HCM.HTTP2; h != nil {
-		setU32(&c.maxConcurrentStreams, h.MaxConcurrentStreams)
-		setU32(&c.streamWindow, h.InitialStreamWindowSize)
-		setU32(&c.connWindow, h.InitialConnectionWindowSize)
-	}
-	if cm := k.HCM.Common; cm != nil {
-		setU32(&c.maxRequestsPerConn, cm.MaxRequestsPerConnection)
-		setDur(&c.maxConnDuration, cm.MaxConnectionDuration)
-		setDur(&c.idleTimeout, cm.IdleTimeout)
-	}
-	setDur(&c.streamIdleTimeout, k.HCM.StreamIdleTimeout)
-	setDur(&c.drainTimeout, k.HCM.DrainTimeout)
-	setU32(&c.bufferLimit, k.Listener.PerConnectionBufferLimitBytes)
-	if cb := k.Listener.ConnectionBalanceConfig; cb != nil && cb.ExactBalance != nil {
-		c.exactBalance = true
-	}
-	if k.Listener.EnableReusePort != nil {
-		c.reusePort = *k.Listener.EnableReusePort
+	c := &listenerConfig{generation: generation, knobs: s.Knobs.InForce(), filters: s.Filters, waypoint: s.Waypoint}
+	for _, spec := range stacks.Registry {
+		if bind := knobFields[spec.Path]; bind != nil {
+			_ = spec.Load(&c.knobs, bind(c)) // the field's type is the knob's (TestEveryKnobIsEmulated)
+		}
 	}
 	return c
 }
 
-func setU32(dst *uint32, v *uint32) {
-	if v != nil {
-		*dst = *v
-	}
-}
-
-func setDur(dst *time.Duration, v *stacks.Duration) {
-	if v != nil {
-		*dst = v.D()
-	}
-}
-
 // listenerLevelDiffers says whether o changes the listener itself rather than only its filter
-// chain: those fields make Envoy replace the listener instead of updating it in place.
+// chain: a change to a Listener field makes Envoy replace the listener instead of updating it
+// in place.
 func (c *listenerConfig) listenerLevelDiffers(o *listenerConfig) bool {
-	return c.bufferLimit != o.bufferLimit || c.exactBalance != o.exactBalance || c.reusePort != o.reusePort
+	return !reflect.DeepEqual(c.knobs.Envoy("listener."), o.knobs.Envoy("listener."))
 }
 
 // highWatermark and lowWatermark of a connection's write buffer: above high the gateway stops

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/igwlab/igwlab/runner/jwt"
+	"github.com/igwlab/igwlab/internal/jwt"
 	"github.com/igwlab/igwlab/stacks"
 )
 

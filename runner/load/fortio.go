@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/http/httptrace"
+	"slices"
 	"sort"
 	"sync"
 
@@ -14,6 +16,15 @@ import (
 
 	"github.com/igwlab/igwlab/h2dial"
 )
+
+// fortio is a fixed pool that queues: it runs in this process as a library, and in the lab's
+// cluster in the fortio pod of the loadgen namespace.
+func init() {
+	Register(Client{Kind: "fortio", Run: runFortio, InCluster: InCluster{
+		Exec: &Exec{Selector: "app=fortio", Container: "fortio",
+			Command: func(s Spec, target string) []string { return append([]string{"fortio"}, FortioArgs(s, target)...) }},
+		Read: readJSON("fortio", func(r *fhttp.HTTPRunnerResults) *Result { return FromFortio(r, "") })}})
+}
 
 var fortioLogOnce sync.Once
 
@@ -118,4 +129,17 @@ func (c *connCounter) result() (int, []int64) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] > out[j] })
 	return len(out), out
+}
+
+// FortioArgs is fortio's command line for a spec: flags before the URL, JSON to stdout.
+func FortioArgs(s Spec, target string) []string {
+	args := []string{"load", "-json", "-", "-t", s.Duration.String(), "-h2", "-c", fmt.Sprint(s.Concurrency),
+		"-qps", fmt.Sprint(s.QPS)}
+	if s.QPS == 0 {
+		args[len(args)-1] = "-1"
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+		args = append(args, "-H", k+": "+s.Headers[k])
+	}
+	return append(args, "http://"+target+s.Path)
 }

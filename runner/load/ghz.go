@@ -72,32 +72,3 @@ func FromGHZ(raw []byte) (*Result, error) {
 	r.Text = b.String()
 	return r, nil
 }
-
-// H2dialArgs is h2dial's command line for a spec against an in-cluster target.
-func H2dialArgs(s Spec, target string) []string {
-	args := []string{"-url", "http://" + target + s.Path, "-mode", s.Mode, "-c", fmt.Sprint(s.Concurrency),
-		"-duration", s.Duration.String(), "-json", "-allow-remote"}
-	if s.QPS > 0 {
-		args = append(args, "-qps", fmt.Sprint(s.QPS))
-	}
-	if s.SlowPath != "" {
-		args = append(args, "-slow-url", "http://"+target+s.SlowPath, "-slow-workers", fmt.Sprint(s.SlowWorkers))
-	}
-	for _, k := range sortedKeys(s.Headers) {
-		args = append(args, "-header", k+": "+s.Headers[k])
-	}
-	return args
-}
-
-// FortioArgs is fortio's command line for a spec: flags before the URL, JSON to stdout.
-func FortioArgs(s Spec, target string) []string {
-	args := []string{"load", "-json", "-", "-t", s.Duration.String(), "-h2", "-c", fmt.Sprint(s.Concurrency),
-		"-qps", fmt.Sprint(s.QPS)}
-	if s.QPS == 0 {
-		args[len(args)-1] = "-1"
-	}
-	for _, k := range sortedKeys(s.Headers) {
-		args = append(args, "-H", k+": "+s.Headers[k])
-	}
-	return append(args, "http://"+target+s.Path)
-}

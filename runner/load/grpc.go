@@ -17,7 +17,16 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/igwlab/igwlab/h2dial"
+	"github.com/igwlab/igwlab/internal/configkey"
 )
+
+// The gRPC client keeps one ClientConn and queues at the stream limit: it runs in this process,
+// and in the lab's cluster as ghz (--connections=1) in a Job.
+func init() {
+	Register(Client{Kind: "grpc", Run: runGRPC, InCluster: InCluster{
+		Job:  &Job{Name: "ghz", ImageKey: configkey.GHZImage, Args: GHZArgs},
+		Read: FromGHZ}})
+}
 
 // GRPCResult is the gRPC client's native result.
 type GRPCResult struct {

@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/igwlab/igwlab/h2dial"
@@ -70,15 +68,11 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 			return nil, err
 		}
 	}
-	switch s.Kind {
-	case "h2dial":
-		return runH2dial(ctx, s)
-	case "fortio":
-		return runFortio(ctx, s)
-	case "grpc":
-		return runGRPC(ctx, s)
+	c, err := Lookup(s.Kind)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("load: unknown client %q (allowed h2dial, fortio, grpc)", s.Kind)
+	return c.Run(ctx, s)
 }
 
 // checkLoopback refuses targets outside 127.0.0.0/8: load only goes where the user allowed it.
@@ -92,44 +86,4 @@ func checkLoopback(target string) error {
 		return nil
 	}
 	return fmt.Errorf("load: refusing to send load to %s: only loopback (127.0.0.0/8) targets are allowed here", target)
-}
-
-func runH2dial(ctx context.Context, s Spec) (*Result, error) {
-	o := h2dial.Options{
-		URL: s.scheme() + s.Target + s.Path, Mode: h2dial.Mode(s.Mode), Concurrency: s.Concurrency, InsecureTLS: s.TLS,
-		Duration: s.Duration, QPS: s.QPS, SlowWorkers: s.SlowWorkers, AllowRemote: s.AllowRemote,
-		Header: map[string][]string{},
-	}
-	if s.SlowPath != "" {
-		o.SlowURL = s.scheme() + s.Target + s.SlowPath
-	}
-	for k, v := range s.Headers {
-		o.Header.Set(k, v)
-	}
-	r, err := h2dial.Run(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	return FromH2dial(r), nil
-}
-
-// FromH2dial reads an h2dial result (run here or in a pod) as a Result.
-func FromH2dial(r *h2dial.Result) *Result {
-	var text strings.Builder
-	_ = r.WriteText(&text)
-	out := &Result{Client: "h2dial", Requests: r.Requests, Errors: r.Errors, RPS: r.RPS, Latency: r.Latency,
-		ConnectionsOpened: r.ConnectionsOpened, Slow: r.Slow, ErrorKinds: r.ErrorKinds, Native: r, Text: text.String()}
-	for _, c := range r.Connections {
-		out.PerConnection = append(out.PerConnection, c.Requests)
-	}
-	return out
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -4,23 +4,21 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/h2c"
 	"google.golang.org/grpc"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
+
+	"github.com/igwlab/igwlab/internal/testutil"
 )
 
 func h2cTarget(t *testing.T) string {
 	t.Helper()
-	srv := httptest.NewServer(h2c.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := testutil.H2C(t, 0, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok"))
-	}), &http2.Server{}))
-	t.Cleanup(srv.Close)
+	}))
 	return strings.TrimPrefix(srv.URL, "http://")
 }
 

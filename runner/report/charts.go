@@ -3,8 +3,9 @@ package report
 import (
 	"bytes"
 	"image/color"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -94,11 +95,7 @@ func groupedBars(title, ylabel string, rs []*analysis.Result, series []string, v
 // lines draws one line per named series against time.
 func lines(title, ylabel string, xs []float64, ys map[string][]float64) (*plot.Plot, error) {
 	p := newPlot(title, "seconds into the window", ylabel)
-	names := make([]string, 0, len(ys))
-	for n := range ys {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(ys))
 	for i, n := range names {
 		pts := make(plotter.XYs, 0, len(xs))
 		for j, x := range xs {

@@ -44,14 +44,14 @@ func Compare(w io.Writer, a, b *Run, nameA, nameB string) error {
 
 // first is the row's first cell for a run: it names the status when the scenario did not run.
 func first(r *analysis.Result, f func() string) string {
-	if r != nil && r.Status != "ok" {
-		return r.Status
+	if r != nil && !r.OK() {
+		return string(r.Status)
 	}
 	return cell(r, f)
 }
 
 func cell(r *analysis.Result, f func() string) string {
-	if r == nil || r.Status != "ok" {
+	if !r.OK() {
 		return "-"
 	}
 	return f()

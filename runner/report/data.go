@@ -11,8 +11,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/igwlab/igwlab/internal/atomicfile"
 	"github.com/igwlab/igwlab/runner/analysis"
-	"github.com/igwlab/igwlab/runner/atomicfile"
+	"github.com/igwlab/igwlab/stacks"
 )
 
 // Series is a scenario's timeseries.csv.
@@ -82,8 +83,13 @@ func Load(dir string) (*Run, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, fmt.Errorf("%s/summary.json: %w", dir, err)
 	}
+	cat, err := stacks.Builtin()
+	if err != nil {
+		return nil, err
+	}
 	r := &Run{Target: s.Target, Pods: s.Pods, Concurrency: s.Concurrency, Order: s.Order, Scenarios: s.Scenarios,
-		Hypotheses: s.Hypotheses, Series: map[string]*Series{}, Teaches: map[string]string{}, Why: map[string]string{}}
+		Hypotheses: s.Hypotheses, Series: map[string]*Series{}, Teaches: map[string]string{}, Why: map[string]string{},
+		Feeds: cat.Feeds()}
 	for _, id := range append(analysis.CheckIDs(), "stream-cap", "goaway") {
 		if v, ok := s.Hypotheses[id]; ok {
 			r.Evaluation = append(r.Evaluation, v)

@@ -66,7 +66,7 @@ A few long-lived HTTP/2 connections put all their streams on a few Envoy workers
 <table><tr><th>scenario</th><th>client</th><th class="num">connections</th><th class="num">CV</th><th>against chance</th>
 <th class="num">rps</th><th class="num">p99 ms</th><th class="num">busiest worker</th><th class="num">drained</th><th>knobs set</th></tr>
 {{range .Rows}}<tr><td><b>{{.Name}}</b>{{if .Disturbed}}<br><span class="bad">disturbed</span>{{end}}</td><td>{{.Client}}</td>
-{{if eq .Status "ok"}}<td class="num">{{n .ConnectionsTotal}}</td><td class="num">{{f3 .CV}}</td><td>{{.ChanceVerdict}}</td>
+{{if .OK}}<td class="num">{{n .ConnectionsTotal}}</td><td class="num">{{f3 .CV}}</td><td>{{.ChanceVerdict}}</td>
 <td class="num">{{f1 .RPS}}</td><td class="num">{{f1 .P99Ms}}</td><td class="num">{{.BusyText}}</td><td class="num">{{n .GoAways}}</td>
 {{else}}<td colspan="7" class="muted">{{.Status}}: {{.Reason}}</td>{{end}}
 <td>{{range .Knobs}}<code>{{.}}</code> {{end}}</td></tr>

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/stacks"
 )
 
 // Run is what the plots and the report are made from.
@@ -29,7 +30,28 @@ type Run struct {
 	Teaches map[string]string
 	// Why holds the reason for each scenario's local departures, if any.
 	Why map[string]string
+	// Feeds says which scenario feeds each call in each role: the plots draw scenarios by the
+	// role they play in a call (the catalog's feeds), not by name.
+	Feeds stacks.Feeds
 }
+
+// role is a scenario a plot draws, named by a call it feeds and its role there.
+type role struct{ call, role string }
+
+// The scenarios of the plots that draw chosen scenarios, by their roles.
+var (
+	// perPodRoles: where the connections of the stream-cap and count-rotation calls landed.
+	perPodRoles = []role{{"H-B h2dial", "control"}, {"H-B h2dial", "capped"}, {"H-C h2dial", "rotated"},
+		{"H-B fortio", "control"}, {"H-B fortio", "capped"}, {"H-C fortio", "rotated"}}
+	// rotationRoles: the runs whose connections rotate, each over time.
+	rotationRoles = []role{{"H-C h2dial", "rotated"}, {"H-C fortio", "rotated"}, {"S10", "rotation"}}
+	leadRole      = role{"H-A", "trigger"}
+	filterRoles   = [2]role{{"S11", "control"}, {"S11", "filters"}}
+	balancedRole  = role{"H-E", "balanced"}
+)
+
+// fed is the scenario that plays r, or "" when the catalog has none.
+func (run *Run) fed(r role) string { return run.Feeds.Scenario(r.call, r.role) }
 
 // Plot is one rendered PNG.
 type Plot struct {
@@ -53,7 +75,7 @@ var (
 func (r *Run) ok() []*analysis.Result {
 	var out []*analysis.Result
 	for _, n := range r.Order {
-		if s := r.Scenarios[n]; s != nil && s.Status == "ok" {
+		if s := r.Scenarios[n]; s.OK() {
 			out = append(out, s)
 		}
 	}
@@ -73,8 +95,8 @@ func Plots(r *Run) ([]Plot, error) {
 			out = append(out, *p)
 		}
 	}
-	for _, n := range []string{"04-mrpc", "04-fortio", "10-rotation"} {
-		p, err := rotationPlot(r, n)
+	for _, role := range rotationRoles {
+		p, err := rotationPlot(r, r.fed(role))
 		if err != nil {
 			return nil, err
 		}
@@ -85,14 +107,20 @@ func Plots(r *Run) ([]Plot, error) {
 	return out, nil
 }
 
+// shades are the colours of the catalog's client shades (stacks.ClientKind.Shade).
+var shades = map[string]color.Color{"dark": blue, "light": lightBlue, "orange": orange}
+
 func clientColor(s *analysis.Result) color.Color {
-	if s.Client == "fortio" {
-		return lightBlue
-	}
-	if s.Client == "grpc" {
-		return orange
+	if k, ok := stacks.LookupClient(s.Client); ok && shades[k.Shade] != nil {
+		return shades[k.Shade]
 	}
 	return blue
+}
+
+// timedFromSend says whether the scenario's client times requests from when it sends them.
+func timedFromSend(s *analysis.Result) bool {
+	k, _ := stacks.LookupClient(s.Client)
+	return k.TimedFromSend
 }
 
 func cvPlot(r *Run) (*Plot, error) {
@@ -141,10 +169,13 @@ func cvPlot(r *Run) (*Plot, error) {
 
 func perPodPlot(r *Run) (*Plot, error) {
 	var rs []*analysis.Result
-	for _, n := range []string{"02-trigger", "03-mcs-cap", "04-mrpc", "02-fortio", "03-fortio", "04-fortio"} {
-		if s := r.Scenarios[n]; s != nil && s.Status == "ok" {
+	seen := map[string]bool{}
+	for _, role := range perPodRoles {
+		n := r.fed(role)
+		if s := r.Scenarios[n]; s.OK() && !seen[n] {
 			rs = append(rs, s)
 		}
+		seen[n] = true
 	}
 	if len(rs) == 0 {
 		return nil, nil
@@ -209,12 +240,13 @@ func goawayPlot(r *Run) (*Plot, error) {
 		PNG:     png}, err
 }
 
-// p99Plot draws dialing clients (h2dial, gRPC) and fortio on separate scales: fortio's
-// latencies are a hundred times smaller, since it only times requests once it sends them.
+// p99Plot draws clients that time requests from when they were due (h2dial, gRPC) and those
+// that time them from when they send them (fortio) on separate scales: the latter's latencies
+// are a hundred times smaller.
 func p99Plot(r *Run) (*Plot, error) {
 	var dial, fortio []*analysis.Result
 	for _, s := range r.ok() {
-		if s.Client == "fortio" {
+		if timedFromSend(s) {
 			fortio = append(fortio, s)
 		} else {
 			dial = append(dial, s)
@@ -260,7 +292,7 @@ func workerCVPlot(r *Run) (*Plot, error) {
 	png, err := render(p, 8*vg.Inch, 4.5*vg.Inch)
 	caption := "Within-pod balance (H-E). With one worker per pod it is 0 by construction."
 	if r.Concurrency > 1 {
-		caption = "Within-pod balance (H-E): exact_balance should pull 13-conn-balance below its control."
+		caption = "Within-pod balance (H-E): exact_balance should pull " + r.fed(balancedRole) + " below its control."
 	}
 	return &Plot{Name: "worker_cv.png", Title: "Worker CV", Caption: caption, PNG: png}, err
 }
@@ -281,27 +313,28 @@ func pausePlot(r *Run) (*Plot, error) {
 }
 
 func leadPlot(r *Run) (*Plot, error) {
-	s := r.Series["02-trigger"]
+	name := r.fed(leadRole)
+	s := r.Series[name]
 	if s == nil || len(s.Elapsed) < 2 {
 		return nil, nil
 	}
-	top, err := lines("02-trigger: CV of active connections over time", "CV", s.Elapsed, map[string][]float64{"CV of cx_active": s.Column("cv_cx_active")})
+	top, err := lines(name+": CV of active connections over time", "CV", s.Elapsed, map[string][]float64{"CV of cx_active": s.Column("cv_cx_active")})
 	if err != nil {
 		return nil, err
 	}
-	bottom, err := lines("02-trigger: gateway p99 over time", "ms", s.Elapsed, map[string][]float64{"p99 (last second)": s.Column("p99_ms")})
+	bottom, err := lines(name+": gateway p99 over time", "ms", s.Elapsed, map[string][]float64{"p99 (last second)": s.Column("p99_ms")})
 	if err != nil {
 		return nil, err
 	}
 	top.Legend.Top, bottom.Legend.Top = false, false // the lines run along the top
 	png, err := stack(8*vg.Inch, []*plot.Plot{top, bottom}, []vg.Length{3 * vg.Inch, 3 * vg.Inch})
-	return &Plot{Name: "he_timeseries.png", Title: "CV and p99 over 02-trigger",
+	return &Plot{Name: "he_timeseries.png", Title: "CV and p99 over " + name,
 		Caption: "Through the whole window the CV of active connections sits at sqrt(n-1), one pod holding everything, while the gateway p99 holds at the hot worker's queueing delay. The CV says where the problem is from the moment the connection lands; p99 only says that there is one.", PNG: png}, err
 }
 
 func filterPlot(r *Run) (*Plot, error) {
-	a, b := r.Scenarios["02-trigger"], r.Scenarios["11-realistic-filters"]
-	if a == nil || b == nil || a.Status != "ok" || b.Status != "ok" {
+	a, b := r.Scenarios[r.fed(filterRoles[0])], r.Scenarios[r.fed(filterRoles[1])]
+	if !a.OK() || !b.OK() {
 		return nil, nil
 	}
 	p, err := groupedBars("Filter-chain overhead", "ms or rps/100", []*analysis.Result{a, b}, []string{"p99 (ms)", "throughput (rps/100)"},
@@ -314,7 +347,7 @@ func filterPlot(r *Run) (*Plot, error) {
 	}
 	png, err := render(p, 6*vg.Inch, 4*vg.Inch)
 	return &Plot{Name: "filter_chain_overhead.png", Title: "Filter-chain overhead",
-		Caption: "02-trigger against 11-realistic-filters on the same hot worker: the JWT check and the filtered access log take a small share of its time.", PNG: png}, err
+		Caption: a.Name + " against " + b.Name + " on the same hot worker: the JWT check and the filtered access log take a small share of its time.", PNG: png}, err
 }
 
 func rotationPlot(r *Run, name string) (*Plot, error) {

@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"crypto/sha256"
-	"flag"
 	"fmt"
 	"image/png"
 	"os"
@@ -13,10 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/igwlab/igwlab/internal/testutil"
 	"github.com/igwlab/igwlab/runner/report/reporttest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 // testdata/run is a saved local run, cut down to what the report reads: summary.json and each
 // scenario's timeseries.csv and scenario.yaml.
@@ -24,19 +22,7 @@ const fixture = "testdata/run"
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./runner/report -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs; rerun with -update if intended\n--- got\n%s", path, got)
-	}
+	testutil.Golden(t, filepath.Join("testdata", name), got)
 }
 
 func load(t *testing.T) *Run {

@@ -2,11 +2,12 @@ package stats
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/igwlab/igwlab/internal/argmax"
 )
 
 // Names are the installation-specific names a gateway reports under.
@@ -66,23 +67,10 @@ func Discover(snaps []Snapshot, clusterHint string) (Names, error) {
 	return n, nil
 }
 
+// best is the key of m's largest value that ok accepts, the smallest key on a tie, or "".
 func best(m map[string]float64, ok func(string) bool) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		if ok(k) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	if len(keys) == 0 {
-		return ""
-	}
-	return keys[0]
+	k, _ := argmax.Key(m, ok)
+	return k
 }
 
 // Pod is one pod's numbers under the discovered names.

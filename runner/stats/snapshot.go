@@ -8,8 +8,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,11 +55,7 @@ const maxValue = 1 << 64
 
 // checkValues rejects a value no Envoy reports, naming the series and the allowed range.
 func checkValues(fams map[string]*dto.MetricFamily) error {
-	names := make([]string, 0, len(fams))
-	for n := range fams {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(fams))
 	for _, name := range names {
 		for _, m := range fams[name].GetMetric() {
 			check := func(what string, v float64, lo float64) error {
@@ -188,11 +185,7 @@ func (s Snapshot) LabelValues(name, label string) map[string]float64 {
 
 // Names returns the metric names in the snapshot, sorted.
 func (s Snapshot) Names() []string {
-	out := make([]string, 0, len(s.Families))
-	for n := range s.Families {
-		out = append(out, n)
-	}
-	sort.Strings(out)
+	out := slices.Sorted(maps.Keys(s.Families))
 	return out
 }
 

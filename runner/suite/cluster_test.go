@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/igwlab/igwlab/runner/target"
-	"github.com/igwlab/igwlab/runner/target/targettest"
+	"github.com/igwlab/igwlab/runner/gateway/cluster"
+	"github.com/igwlab/igwlab/runner/gateway/gatewaytest"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -18,9 +18,9 @@ import (
 // the loadgen namespace; the analysis and results are the local target's.
 func TestSuiteOnClusterTarget(t *testing.T) {
 	for _, workers := range []int{1, 2} {
-		k := targettest.NewKube(6, workers)
-		st := &targettest.Stack{KubeRef: k, Config: map[string]string{}}
-		c := target.NewCluster(target.ClusterOptions{Name: "k3d", Kube: k, Stack: st, DrainTimeout: 10 * time.Second})
+		k := gatewaytest.NewKube(6, workers)
+		st := &gatewaytest.Stack{KubeRef: k, Config: map[string]string{}}
+		c := cluster.NewCluster(cluster.ClusterOptions{Name: "k3d", Kube: k, Stack: st, DrainTimeout: 10 * time.Second})
 		cat, _ := stacks.Builtin()
 		sum, err := Run(context.Background(), Options{Target: c, Catalog: cat, Only: []string{"02-trigger", "13-conn-balance"},
 			Duration: time.Second, OutDir: t.TempDir(), ApplyTimeout: 5 * time.Second})
@@ -59,10 +59,10 @@ func TestCtrlCDuringStackUpdate(t *testing.T) {
 		{nil, "stack is consistent"},
 		{[]string{"creating urn:pulumi:lab::igwlab::kubernetes:networking.istio.io/v1alpha3:EnvoyFilter::igwlab-scenario"}, "pulumi refresh -s lab --clear-pending-creates"},
 	} {
-		k := targettest.NewKube(3, 1)
-		st := &targettest.Stack{KubeRef: k, Config: map[string]string{}, BlockUp: true, Pending: tc.pending}
+		k := gatewaytest.NewKube(3, 1)
+		st := &gatewaytest.Stack{KubeRef: k, Config: map[string]string{}, BlockUp: true, Pending: tc.pending}
 		var progress strings.Builder
-		c := target.NewCluster(target.ClusterOptions{Name: "k3d", Kube: k, Stack: st, DrainTimeout: time.Second, Progress: &progress})
+		c := cluster.NewCluster(cluster.ClusterOptions{Name: "k3d", Kube: k, Stack: st, DrainTimeout: time.Second, Progress: &progress})
 		cat, _ := stacks.Builtin()
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		sum, err := Run(ctx, Options{Target: c, Catalog: cat, Only: []string{"02-trigger", "04-mrpc"},

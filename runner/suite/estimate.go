@@ -25,14 +25,14 @@ type EstimateRow struct {
 	Skipped                       string        // why it does not run, if it does not
 }
 
-// EstimateSuite adds up a suite over the given scenarios (in run order) on a target: drain is
-// the gateway's drain time on a cluster target (0 on the local target, whose pool drains at
-// once), concurrency the Envoy workers per pod (scenarios needing more are skipped), repeat
-// the runs per scenario.
-func EstimateSuite(scenarios []*stacks.Scenario, target string, drain time.Duration, concurrency, repeat int) Estimate {
+// EstimateSuite adds up a suite over the given scenarios (in run order) on a kind of target:
+// resolve is how it runs a scenario, drain the gateway's drain time after each switch (0 on a
+// pool that drains at once), concurrency the Envoy workers per pod (scenarios needing more are
+// skipped), repeat the runs per scenario.
+func EstimateSuite(scenarios []*stacks.Scenario, resolve func(*stacks.Scenario) (stacks.Scenario, []stacks.Departure), drain time.Duration, concurrency, repeat int) Estimate {
 	var e Estimate
 	for _, lab := range scenarios {
-		sc := lab.Effective(target)
+		sc, _ := resolve(lab)
 		r := EstimateRow{Name: sc.Name, Drain: drain, Settle: sc.Load.Settle.D(), Warmup: sc.Load.Warmup.D(), Window: sc.Load.Duration.D()}
 		if need := sc.Requires.MinConcurrency; need > concurrency {
 			r.Skipped = "needs proxyConcurrency >= " + strconv.Itoa(need)

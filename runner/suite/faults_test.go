@@ -11,18 +11,19 @@ import (
 	"time"
 
 	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/gateway/local"
 	"github.com/igwlab/igwlab/runner/load"
-	"github.com/igwlab/igwlab/runner/target"
 	"github.com/igwlab/igwlab/stacks"
 )
 
 // faulty is the local target with faults injected on cue: during the measured window of one
 // scenario (onWindow), on admin reads (admin), or as a client that panics (panicFor).
 type faulty struct {
-	*target.Local
+	*local.Local
 	window   time.Duration
 	onWindow map[string]func(*emulator.Pool)
-	admin    func(ctx context.Context, p target.Pod, path string) error
+	admin    func(ctx context.Context, p gateway.Pod, path string) error
 	panicFor string       // the client panics in this scenario's window
 	bugIn    string       // igwlab itself panics while running this scenario
 	current  atomic.Value // scenario name of the load in progress
@@ -49,7 +50,7 @@ func (f *faulty) Load(ctx context.Context, spec load.Spec) (*load.Result, error)
 	return f.Local.Load(ctx, spec)
 }
 
-func (f *faulty) Admin(ctx context.Context, p target.Pod, path string) ([]byte, error) {
+func (f *faulty) Admin(ctx context.Context, p gateway.Pod, path string) ([]byte, error) {
 	if f.admin != nil {
 		if err := f.admin(ctx, p, path); err != nil {
 			return nil, err
@@ -60,7 +61,7 @@ func (f *faulty) Admin(ctx context.Context, p target.Pod, path string) ([]byte, 
 
 func newFaulty(t *testing.T, window time.Duration) *faulty {
 	t.Helper()
-	l, err := target.NewLocal(emulator.Config{Pods: 3, Workers: 2, WaypointPods: 0, WaypointWorkers: 1, Model: emulator.DefaultModel})
+	l, err := local.NewLocal(emulator.Config{Pods: 3, Workers: 2, WaypointPods: 0, WaypointWorkers: 1, Model: emulator.DefaultModel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestPodKilledAndWorkerStuckMidScenario(t *testing.T) {
 			t.Errorf("faults do not mention %q:\n%s", want, faults)
 		}
 	}
-	var ds []target.Disruption
+	var ds []gateway.Disruption
 	b, err := os.ReadFile(filepath.Join(dir, "02-trigger", "disruptions.json"))
 	if err == nil {
 		err = json.Unmarshal(b, &ds)
@@ -156,7 +157,7 @@ func TestStatsEndpointHangsAndFails(t *testing.T) {
 	}
 	f := newFaulty(t, 2*time.Second)
 	var hung atomic.Bool
-	f.admin = func(ctx context.Context, p target.Pod, path string) error {
+	f.admin = func(ctx context.Context, p gateway.Pod, path string) error {
 		name, _ := f.current.Load().(string)
 		switch {
 		case name == "01-baseline" && strings.HasSuffix(p.Name, f.Pods0()) && path == "/stats/prometheus" && hung.CompareAndSwap(false, true):

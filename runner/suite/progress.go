@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/igwlab/igwlab/runner/measure"
 )
 
 // progress reports a suite run on stderr. On a terminal it keeps one live line (scenario i of
@@ -71,7 +73,7 @@ func (p *progress) step(format string, a ...any) {
 }
 
 // sample updates the live line from the sampler.
-func (p *progress) sample(l Live, pods []string) {
+func (p *progress) sample(l measure.Live, pods []string) {
 	if p == nil || p.w == nil || !p.tty {
 		return
 	}

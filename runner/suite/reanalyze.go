@@ -19,7 +19,8 @@ import (
 // Reanalyze makes a run's calls again from the raw files in its results folder: each
 // scenario's Prometheus pages before and after its window (stats_pre/, stats_post/,
 // waypoint_stats/), its client's result (client_result.json), its time series, and what
-// summary.json recorded of the run (order, status, window, peaks, the stat names in use).
+// summary.json recorded of the run (order, status, window, peaks, the stat names in use, the
+// knobs in force and the departures).
 // view, when not nil, is applied to every page before it is read: RealGatewayView shows the
 // run as a real gateway would have reported it.
 func Reanalyze(dir string, view func(stats.Snapshot) stats.Snapshot) (map[string][]*analysis.Result, []analysis.Verdict, error) {
@@ -34,7 +35,6 @@ func Reanalyze(dir string, view func(stats.Snapshot) stats.Snapshot) (map[string
 	if view == nil {
 		view = func(s stats.Snapshot) stats.Snapshot { return s }
 	}
-	cat, _ := stacks.Builtin()
 	runs := map[string][]*analysis.Result{}
 	for _, name := range sum.Order {
 		recorded := sum.Runs[name]
@@ -42,7 +42,7 @@ func Reanalyze(dir string, view func(stats.Snapshot) stats.Snapshot) (map[string
 			recorded = []*analysis.Result{sum.Scenarios[name]}
 		}
 		for i, rec := range recorded {
-			if rec.Status != statusOK {
+			if !rec.OK() {
 				runs[name] = append(runs[name], rec)
 				continue
 			}
@@ -50,13 +50,7 @@ func Reanalyze(dir string, view func(stats.Snapshot) stats.Snapshot) (map[string
 			if len(recorded) > 1 || sum.Repeat > 1 {
 				sdir = filepath.Join(sdir, fmt.Sprintf("run-%d", i+1))
 			}
-			sc := stacks.Scenario{Name: name, Title: rec.Title, Hypothesis: rec.Hypothesis}
-			if cat != nil {
-				if s, ok := cat.Get(name); ok {
-					sc = s.Effective(sum.Target)
-				}
-			}
-			in, err := readInput(sdir, sc, sum, rec, view)
+			in, err := readInput(sdir, sum, rec, view)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -65,13 +59,14 @@ func Reanalyze(dir string, view func(stats.Snapshot) stats.Snapshot) (map[string
 			runs[name] = append(runs[name], a)
 		}
 	}
-	return runs, analysis.Evaluate(runs, sum.Pods), nil
+	cat, err := stacks.Builtin()
+	if err != nil {
+		return nil, nil, err
+	}
+	return runs, analysis.Evaluate(runs, sum.Pods, cat.Feeds()), nil
 }
 
-// statusOK is a scenario run that completed and was analysed.
-const statusOK = "ok"
-
-func readInput(sdir string, sc stacks.Scenario, sum Summary, rec *analysis.Result, view func(stats.Snapshot) stats.Snapshot) (*analysis.Input, error) {
+func readInput(sdir string, sum Summary, rec *analysis.Result, view func(stats.Snapshot) stats.Snapshot) (*analysis.Input, error) {
 	pre, err := readPages(filepath.Join(sdir, "stats_pre"), view)
 	if err != nil {
 		return nil, err
@@ -87,8 +82,8 @@ func readInput(sdir string, sc stacks.Scenario, sum Summary, rec *analysis.Resul
 			names = n
 		}
 	}
-	in := &analysis.Input{Scenario: sc, Target: sum.Target, TargetDepartures: sum.Info.Departures,
-		Window: time.Duration(rec.WindowS * float64(time.Second)), Peaks: rec.Peaks}
+	sc := analysis.Scenario{Name: rec.Name, Title: rec.Title, Hypothesis: rec.Hypothesis, Client: rec.Client, Knobs: rec.Knobs}
+	in := &analysis.Input{Scenario: sc, Departures: rec.Departures, Window: time.Duration(rec.WindowS * float64(time.Second)), Peaks: rec.Peaks}
 	for i := range post {
 		in.Pre = append(in.Pre, stats.Extract(pre[i], names))
 		in.Post = append(in.Post, stats.Extract(post[i], names))
@@ -98,7 +93,7 @@ func readInput(sdir string, sc stacks.Scenario, sum Summary, rec *analysis.Resul
 		if err := json.Unmarshal(b, &r); err != nil {
 			return nil, fmt.Errorf("%s/client_result.json: %w", sdir, err)
 		}
-		in.Client = &r
+		in.Client = clientInput(&r)
 	}
 	if ts, err := report.ReadSeries(filepath.Join(sdir, "timeseries.csv")); err == nil {
 		if c := ts.Column("closed"); len(c) > 0 {

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/igwlab/igwlab/internal/testutil"
 	"github.com/igwlab/igwlab/runner/suite/suitetest"
 )
 
@@ -13,6 +14,6 @@ import (
 // analysed twice, once as the emulator served them and once without its own igwlab.* stats,
 // and must give the same verdicts, which must be the ones the run itself printed.
 func TestVerdictsNeedNoEmulatorStats(t *testing.T) {
-	dir := suitetest.Untar(t, filepath.Join("testdata", "fullrun.tar.gz"))
+	dir := testutil.Untar(t, filepath.Join("testdata", "fullrun.tar.gz"))
 	suitetest.CheckVerdictsNeedNoEmulatorStats(t, dir, true)
 }

@@ -40,12 +40,6 @@ func LoadResume(dir string) (*Summary, error) {
 	return &s, nil
 }
 
-// finishedStatus says whether a scenario run ended by itself. Runs that were interrupted or
-// never started are run again; failed ones are kept, as the run's record of what happened.
-func finishedStatus(status string) bool {
-	return status == "ok" || status == "skipped" || status == "failed"
-}
-
 // resumeInto carries an interrupted run's finished scenario runs into sum and returns how many
 // runs of each scenario are already done. The resumed run must be the same run: same target,
 // pool size, repeat count and scenario selection, or its verdicts would mix two setups.
@@ -79,7 +73,7 @@ func resumeInto(sum, prev *Summary, selected []*stacks.Scenario, now time.Time) 
 		}
 		var kept []*analysis.Result
 		for _, r := range runs {
-			if !finishedStatus(r.Status) {
+			if !r.Status.Finished() {
 				break
 			}
 			kept = append(kept, r)
@@ -102,7 +96,7 @@ func resumeText(sum *Summary, done map[string]int) string {
 		kept += done[name]
 		toRun += sum.Repeat - done[name]
 		for _, r := range sum.Runs[name][:done[name]] {
-			if r.Status == "failed" {
+			if r.Status == analysis.StatusFailed {
 				failed = append(failed, name)
 				break
 			}

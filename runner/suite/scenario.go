@@ -12,59 +12,64 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/load"
+	"github.com/igwlab/igwlab/runner/measure"
 	"github.com/igwlab/igwlab/runner/stats"
-	"github.com/igwlab/igwlab/runner/target"
 	"github.com/igwlab/igwlab/stacks"
 )
 
 // scenario runs one scenario and writes its folder. It never returns nil: a scenario that
 // cannot run is reported as skipped or failed, and the suite goes on.
 func (r *run) scenario(ctx context.Context, lab *stacks.Scenario, dir string) *analysis.Result {
-	sc := lab.Effective(r.info.Name)
+	sc, deps := r.o.Target.Resolve(lab)
 	if r.o.Duration > 0 {
 		sc.Load.Duration = stacks.Duration(r.o.Duration)
 	}
 	res := &analysis.Result{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis, Client: sc.Client.Kind,
 		Knobs: sc.Knobs.Effective()}
 	if need := sc.Requires.MinConcurrency; need > r.info.Concurrency {
-		res.Status = "skipped"
+		res.Status = analysis.StatusSkipped
 		res.Reason = fmt.Sprintf("needs concurrency >= %d (Envoy workers per pod) and this target has %d; with one worker there is nothing to balance inside a pod. Rerun with --concurrency %d", need, r.info.Concurrency, need)
 		return res
 	}
-	var ew errs
-	ew.add(writeScenarioFile(filepath.Join(dir, "scenario.yaml"), lab, sc, r.info))
+	var ew measure.Errs
+	why := "" // the scenario's reason for its own departures; the target's carry theirs
+	if len(deps) > 0 {
+		why = strings.TrimSpace(lab.Local.Why)
+	}
+	deps = append(deps, r.info.Departures...)
+	ew.Add(writeScenarioFile(filepath.Join(dir, "scenario.yaml"), lab, sc, deps, why, r.info))
 	started := time.Now()
-	out, err := r.measure(ctx, sc, dir, &ew)
+	out, err := r.measure(ctx, sc, deps, dir, &ew)
 	if err != nil {
-		res.Status, res.Reason = "failed", err.Error()
+		res.Status, res.Reason = analysis.StatusFailed, err.Error()
 		if ctx.Err() != nil {
-			res.Status, res.Reason = "interrupted", "stopped by the user before the window ended; partial data is in this folder"
-			var up *target.InterruptedUpError
+			res.Status, res.Reason = analysis.StatusInterrupted, "stopped by the user before the window ended; partial data is in this folder"
+			var up *gateway.InterruptedUpError
 			if errors.As(err, &up) {
 				res.Reason = "stopped by the user while its knobs were being applied: " + up.State
 			}
 		}
 		r.disruptions(res, started, dir, &ew)
 		res.Warnings = append(res.Warnings, r.takeWarnings()...)
-		ew.add(writeJSON(filepath.Join(dir, "result.json"), res))
+		ew.Add(measure.WriteJSON(filepath.Join(dir, "result.json"), res))
 		return res
 	}
-	out.Lab = *lab
 	a := analysis.Analyze(*out)
-	if err := ew.err(); err != nil {
+	if err := ew.Err(); err != nil {
 		a.Faults = append(a.Faults, err.Error())
 	}
 	r.disruptions(a, started, dir, &ew)
 	a.Warnings = append(a.Warnings, r.takeWarnings()...)
-	writeScenarioResults(dir, a, out, &ew)
+	measure.WriteScenarioResults(dir, a, out, &ew)
 	return a
 }
 
 // disruptions marks a scenario disturbed when the target saw a pod killed or restarted or a
 // worker stuck while it ran, and keeps what happened and when in its results.
-func (r *run) disruptions(res *analysis.Result, since time.Time, dir string, ew *errs) {
-	src, ok := r.o.Target.(target.Disrupted)
+func (r *run) disruptions(res *analysis.Result, since time.Time, dir string, ew *measure.Errs) {
+	src, ok := r.o.Target.(gateway.Disrupted)
 	if !ok {
 		return
 	}
@@ -77,26 +82,26 @@ func (r *run) disruptions(res *analysis.Result, since time.Time, dir string, ew 
 		res.Faults = append(res.Faults, fmt.Sprintf("%s (%.1f s into the scenario): %s %s: %s",
 			d.Time.UTC().Format("15:04:05.000"), d.Time.Sub(since).Seconds(), d.Kind, d.Pod, d.Detail))
 	}
-	ew.add(writeJSON(filepath.Join(dir, "disruptions.json"), ds))
+	ew.Add(measure.WriteJSON(filepath.Join(dir, "disruptions.json"), ds))
 }
 
 // measure does the scenario's steps and returns the analysis input.
-func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *errs) (*analysis.Input, error) {
+func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Departure, dir string, ew *measure.Errs) (*analysis.Input, error) {
 	t := r.o.Target
-	gw, err := t.Pods(ctx, target.Gateway)
+	gw, err := t.Pods(ctx, gateway.Gateway)
 	if err != nil {
 		return nil, err
 	}
-	var wp, zt []target.Pod
+	var wp, zt []gateway.Pod
 	if sc.Waypoint {
-		if wp, err = t.Pods(ctx, target.Waypoint); err != nil {
+		if wp, err = t.Pods(ctx, gateway.Waypoint); err != nil {
 			return nil, err
 		}
-		if zt, err = t.Pods(ctx, target.Ztunnel); err != nil {
+		if zt, err = t.Pods(ctx, gateway.Ztunnel); err != nil {
 			return nil, err
 		}
 	}
-	r.prog.step("applying %s", knobText(sc.Knobs))
+	r.prog.step("applying %s", sc.Knobs.Short())
 	// The settle time runs from the change, alongside the wait for the replaced listeners to
 	// drain: it is time for the pool to quiet down, not an extra pause after it has.
 	settled := time.Now().Add(sc.Load.Settle.D())
@@ -126,49 +131,49 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 	if err != nil {
 		return nil, err
 	}
-	wpPre, wpPreRaw, _ := r.adm().scrape(ctx, wp)
-	_, ztPreRaw, _ := r.adm().scrape(ctx, zt)
-	smp := newSampler(t, gw, r.names, pre)
+	wpPre, wpPreRaw, _ := r.adm().Scrape(ctx, wp)
+	_, ztPreRaw, _ := r.adm().Scrape(ctx, zt)
+	smp := measure.NewSampler(t, gw, r.names, pre)
 	podNames := make([]string, len(gw))
 	for i, p := range gw {
 		podNames[i] = p.Name
 	}
-	smp.onSample = func(l Live) { r.prog.sample(l, podNames) }
+	smp.OnSample = func(l measure.Live) { r.prog.sample(l, podNames) }
 	sctx, stop := context.WithCancel(ctx)
 	sampled := make(chan struct{})
-	go func() { smp.run(sctx, sampleEvery(sc.Load.Duration.D())); close(sampled) }()
+	go func() { smp.Run(sctx, sampleEvery(sc.Load.Duration.D())); close(sampled) }()
 	start := time.Now()
 	r.prog.step("load: %s for %s", clientText(sc.Client), sc.Load.Duration)
 	result, loadErr := r.runLoad(ctx, spec, dir)
 	window := time.Since(start)
 	stop()
 	<-sampled
-	post, postRaw, postErrs := r.adm().scrape(context.WithoutCancel(ctx), gw)
-	wpPost, wpPostRaw, _ := r.adm().scrape(context.WithoutCancel(ctx), wp)
-	_, ztPostRaw, _ := r.adm().scrape(context.WithoutCancel(ctx), zt)
+	post, postRaw, postErrs := r.adm().Scrape(context.WithoutCancel(ctx), gw)
+	wpPost, wpPostRaw, _ := r.adm().Scrape(context.WithoutCancel(ctx), wp)
+	_, ztPostRaw, _ := r.adm().Scrape(context.WithoutCancel(ctx), zt)
 	names := r.names
 	if n, err := stats.Discover(append(pre, post...), "httpbin"); err == nil {
 		names.Cluster = n.Cluster
 	}
 
 	for i, p := range gw {
-		ew.add(writeFile(filepath.Join(dir, "stats_pre", p.Name+".prom"), preRaw[i]))
-		ew.add(writeFile(filepath.Join(dir, "stats_post", p.Name+".prom"), postRaw[i]))
+		ew.Add(measure.WriteFile(filepath.Join(dir, "stats_pre", p.Name+".prom"), preRaw[i]))
+		ew.Add(measure.WriteFile(filepath.Join(dir, "stats_post", p.Name+".prom"), postRaw[i]))
 	}
 	for i, p := range wp {
-		ew.add(writeFile(filepath.Join(dir, "waypoint_stats", "pre", p.Name+".prom"), wpPreRaw[i]))
-		ew.add(writeFile(filepath.Join(dir, "waypoint_stats", "post", p.Name+".prom"), wpPostRaw[i]))
+		ew.Add(measure.WriteFile(filepath.Join(dir, "waypoint_stats", "pre", p.Name+".prom"), wpPreRaw[i]))
+		ew.Add(measure.WriteFile(filepath.Join(dir, "waypoint_stats", "post", p.Name+".prom"), wpPostRaw[i]))
 	}
 	for i, p := range zt {
-		ew.add(writeFile(filepath.Join(dir, "ztunnel_stats", "pre", p.Name+".prom"), ztPreRaw[i]))
-		ew.add(writeFile(filepath.Join(dir, "ztunnel_stats", "post", p.Name+".prom"), ztPostRaw[i]))
+		ew.Add(measure.WriteFile(filepath.Join(dir, "ztunnel_stats", "pre", p.Name+".prom"), ztPreRaw[i]))
+		ew.Add(measure.WriteFile(filepath.Join(dir, "ztunnel_stats", "post", p.Name+".prom"), ztPostRaw[i]))
 	}
 	r.dumps(context.WithoutCancel(ctx), gw, dir, ew)
-	ew.add(writeFile(filepath.Join(dir, "timeseries.csv"), smp.csv()))
+	ew.Add(measure.WriteFile(filepath.Join(dir, "timeseries.csv"), smp.CSV()))
 	if result != nil {
-		ew.add(writeJSON(filepath.Join(dir, result.Client+".json"), result.Native))
-		ew.add(writeFile(filepath.Join(dir, result.Client+".txt"), []byte(result.Text)))
-		ew.add(writeJSON(filepath.Join(dir, "client_result.json"), result))
+		ew.Add(measure.WriteJSON(filepath.Join(dir, result.Client+".json"), result.Native))
+		ew.Add(measure.WriteFile(filepath.Join(dir, result.Client+".txt"), []byte(result.Text)))
+		ew.Add(measure.WriteJSON(filepath.Join(dir, "client_result.json"), result))
 	}
 	if loadErr != nil {
 		return nil, fmt.Errorf("load client %s: %w", sc.Client.Kind, loadErr)
@@ -176,11 +181,11 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if err := firstErr(postErrs); err != nil {
+	if err := errors.Join(postErrs...); err != nil {
 		return nil, fmt.Errorf("reading stats after the load: %w", err)
 	}
-	in := &analysis.Input{Scenario: sc, Target: r.info.Name, TargetDepartures: r.info.Departures, Client: result, Window: window, Peaks: smp.peaks,
-		ClosedDuringLoad: smp.closedDuringLoad()}
+	in := &analysis.Input{Scenario: analysis.ScenarioOf(sc), Departures: deps, Client: clientInput(result), Window: window, Peaks: smp.Peaks,
+		ClosedDuringLoad: smp.ClosedDuringLoad()}
 	for i := range gw {
 		in.Pre = append(in.Pre, stats.Extract(pre[i], names))
 		in.Post = append(in.Post, stats.Extract(post[i], names))
@@ -199,11 +204,11 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, dir string, ew *e
 // the gateway's listener: every connection of the window is then the client's own. A warm-up
 // client closes its connections as it ends; if some stay open (another client, a connection
 // being torn down) after quietWait, the window starts anyway and a warning says how many.
-func (r *run) quiet(ctx context.Context, gw []target.Pod) ([]stats.Snapshot, [][]byte, error) {
+func (r *run) quiet(ctx context.Context, gw []gateway.Pod) ([]stats.Snapshot, [][]byte, error) {
 	deadline := time.Now().Add(quietWait)
 	for {
-		pre, preRaw, preErrs := r.adm().scrape(ctx, gw)
-		if err := firstErr(preErrs); err != nil {
+		pre, preRaw, preErrs := r.adm().Scrape(ctx, gw)
+		if err := errors.Join(preErrs...); err != nil {
 			return nil, nil, fmt.Errorf("reading stats before the load: %w", err)
 		}
 		if names, err := stats.Discover(pre, "httpbin"); err == nil && r.names.HCMPrefix == "" {
@@ -243,7 +248,7 @@ func (r *run) runLoad(ctx context.Context, spec load.Spec, dir string) (res *loa
 	defer func() {
 		if v := recover(); v != nil {
 			crash := fmt.Sprintf("the %s client panicked: %v\n\n%s", spec.Kind, v, debug.Stack())
-			_ = writeFile(filepath.Join(dir, "client-crash.txt"), []byte(crash))
+			_ = measure.WriteFile(filepath.Join(dir, "client-crash.txt"), []byte(crash))
 			res, err = nil, fmt.Errorf("the %s client crashed: %v (its stack is in client-crash.txt)", spec.Kind, v)
 		}
 	}()
@@ -268,7 +273,7 @@ func waypointNames(snaps []stats.Snapshot) stats.Names {
 	return stats.Names{HCMPrefix: best, Listener: listener}
 }
 
-func (r *run) dumps(ctx context.Context, pods []target.Pod, dir string, ew *errs) {
+func (r *run) dumps(ctx context.Context, pods []gateway.Pod, dir string, ew *measure.Errs) {
 	for _, p := range pods {
 		for _, d := range []struct{ path, file string }{
 			{"/stats", filepath.Join("stats_post", p.Name+".txt")},
@@ -276,12 +281,12 @@ func (r *run) dumps(ctx context.Context, pods []target.Pod, dir string, ew *errs
 			{"/clusters", filepath.Join("clusters", p.Name+".txt")},
 			{"/config_dump", filepath.Join("config_dump", p.Name+".json")},
 		} {
-			b, err := r.adm().read(ctx, p, d.path)
+			b, err := r.adm().Read(ctx, p, d.path)
 			if err != nil {
-				ew.add(err)
+				ew.Add(err)
 				continue
 			}
-			ew.add(writeFile(filepath.Join(dir, d.file), b))
+			ew.Add(measure.WriteFile(filepath.Join(dir, d.file), b))
 		}
 	}
 }
@@ -310,39 +315,38 @@ func (r *run) loadSpec(sc stacks.Scenario) (load.Spec, error) {
 	return spec, nil
 }
 
-func writeScenarioFile(path string, lab *stacks.Scenario, run stacks.Scenario, info target.Info) error {
+// writeScenarioFile writes scenario.yaml: the scenario as it ran, and where (and why) that
+// departs from the lab's values.
+func writeScenarioFile(path string, lab *stacks.Scenario, run stacks.Scenario, deps []stacks.Departure, why string, info gateway.Info) error {
 	doc := map[string]any{
 		"name": run.Name, "title": run.Title, "teaches": run.Teaches, "watch": run.Watch,
 		"target": info.Name, "file": lab.File, "client": run.Client, "load": run.Load,
 		"knobs_in_force": run.Knobs.Effective(), "filters": run.Filters, "waypoint": run.Waypoint,
 	}
-	var deps []stacks.Departure
-	if info.Name == stacks.TargetLocal {
-		deps = lab.Departures()
-		if len(deps) > 0 {
-			doc["local_departures_why"] = strings.TrimSpace(lab.Local.Why)
-		}
+	if why != "" {
+		doc["local_departures_why"] = why
 	}
-	if deps = append(deps, info.Departures...); len(deps) > 0 {
+	if len(deps) > 0 {
 		doc["local_departures"] = deps
 	}
 	b, err := yaml.Marshal(doc)
 	if err != nil {
 		return err
 	}
-	return writeFile(path, b)
+	return measure.WriteFile(path, b)
 }
 
-func knobText(k stacks.Knobs) string {
-	set := k.Set()
-	if len(set) == 0 {
-		return "no knobs (Envoy defaults)"
+// clientInput is what the analysis needs of the client's result.
+func clientInput(r *load.Result) *analysis.Client {
+	if r == nil {
+		return nil
 	}
-	parts := make([]string, len(set))
-	for i, kv := range set {
-		parts[i] = kv.Path[strings.LastIndex(kv.Path, ".")+1:] + "=" + kv.Value
+	c := &analysis.Client{RPS: r.RPS, Requests: r.Requests, Errors: r.Errors, P50: r.Latency.P50, P90: r.Latency.P90,
+		P99: r.Latency.P99, P999: r.Latency.P999, Connections: r.ConnectionsOpened}
+	if r.Slow != nil {
+		c.SlowP99 = r.Slow.Latency.P99
 	}
-	return strings.Join(parts, " ")
+	return c
 }
 
 func clientText(c stacks.Client) string {
@@ -366,8 +370,4 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-time.After(d):
 		return nil
 	}
-}
-
-func firstErr(es []error) error {
-	return errors.Join(es...)
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/igwlab/igwlab/runner/target"
-	"github.com/igwlab/igwlab/runner/target/targettest"
+	"github.com/igwlab/igwlab/runner/gateway/cluster"
+	"github.com/igwlab/igwlab/runner/gateway/gatewaytest"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -18,13 +18,13 @@ import (
 // Grafana password and a kubeconfig: neither may appear in anything the run prints or writes.
 func TestSecretsNeverReachResults(t *testing.T) {
 	const password, kubeToken = "gr4fana-s3cret-7d1e", "kube-token-0f9a2c"
-	k := targettest.NewKube(3, 1)
-	st := &targettest.Stack{KubeRef: k, Config: map[string]string{
+	k := gatewaytest.NewKube(3, 1)
+	st := &gatewaytest.Stack{KubeRef: k, Config: map[string]string{
 		"igwlab:grafanaPassword": password,
 		"igwlab:kubeconfig":      "/home/u/.kube/config-with-" + kubeToken,
 	}}
 	var progress strings.Builder
-	c := target.NewCluster(target.ClusterOptions{Name: "k3d", Kube: k, Stack: st, DrainTimeout: time.Second, Progress: &progress})
+	c := cluster.NewCluster(cluster.ClusterOptions{Name: "k3d", Kube: k, Stack: st, DrainTimeout: time.Second, Progress: &progress})
 	cat, _ := stacks.Builtin()
 	out := t.TempDir()
 	sum, err := Run(context.Background(), Options{Target: c, Catalog: cat, Only: []string{"02-trigger"},

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/igwlab/igwlab/runner/emulator"
-	"github.com/igwlab/igwlab/runner/stack"
-	"github.com/igwlab/igwlab/runner/target"
+	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/gateway/cluster"
+	"github.com/igwlab/igwlab/runner/gateway/local"
+	"github.com/igwlab/igwlab/runner/pulumistack"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -40,12 +42,12 @@ func pulumiEnv(t *testing.T) map[string]string {
 // renderTarget is the local target driven through a real inline stack (Automation API, Pulumi
 // CLI built here) that renders to a folder: no cluster, nothing fetched. Pulumi's progress is
 // kept in the returned builder.
-func renderTarget(t *testing.T, name string, pods int) (*target.StackLocal, *strings.Builder) {
+func renderTarget(t *testing.T, name string, pods int) (*cluster.StackLocal, *strings.Builder) {
 	t.Helper()
 	env := pulumiEnv(t)
 	t.Setenv("PATH", env["PATH"]) // the Automation API finds the CLI on PATH
 	ctx := context.Background()
-	st, err := stack.Open(ctx, stack.Options{Name: name, Inline: true, Env: env})
+	st, err := pulumistack.Open(ctx, pulumistack.Options{Name: name, Inline: true, Env: env})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,13 +58,13 @@ func renderTarget(t *testing.T, name string, pods int) (*target.StackLocal, *str
 			t.Fatal(err)
 		}
 	}
-	l, err := target.NewLocal(emulator.Config{Pods: pods, Workers: 1, WaypointPods: 0})
+	l, err := local.NewLocal(emulator.Config{Pods: pods, Workers: 1, WaypointPods: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
 	progress := &strings.Builder{}
-	return &target.StackLocal{Local: l, Stack: st, RenderDir: render, Progress: progress}, progress
+	return &cluster.StackLocal{Local: l, Stack: st, RenderDir: render, Progress: progress}, progress
 }
 
 // TestAutomationAPIDrivesTheLocalTarget flips a real stack (Automation API, Pulumi CLI built
@@ -85,7 +87,7 @@ func TestAutomationAPIDrivesTheLocalTarget(t *testing.T) {
 		}
 	}
 	// The last flip's knobs, as the emulator has them, are the stack's (with 04-fortio's local limit).
-	setup, err := target.ReadRendered(render)
+	setup, err := cluster.ReadRendered(render)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,8 +122,8 @@ func TestInterruptedUpLeavesAConsistentStack(t *testing.T) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	tgt.Progress = io.MultiWriter(progress, cancelOnWrite(cancel))
-	err := tgt.Apply(cctx, sc.Effective(stacks.TargetLocal))
-	var up *target.InterruptedUpError
+	err := tgt.Apply(cctx, sc.WithLocal())
+	var up *gateway.InterruptedUpError
 	if !errors.As(err, &up) {
 		t.Fatalf("an up cancelled as it began returned %v, want an InterruptedUpError\n%s", err, progress.String())
 	}
@@ -139,7 +141,7 @@ func TestInterruptedUpLeavesAConsistentStack(t *testing.T) {
 		t.Logf("left pending: %v", pending) // the CLI had to be killed; the message said how to clear it
 		return
 	}
-	if err := tgt.Apply(ctx, sc.Effective(stacks.TargetLocal)); err != nil {
+	if err := tgt.Apply(ctx, sc.WithLocal()); err != nil {
 		t.Fatalf("the next up after the interrupt: %v\n%s", err, progress.String())
 	}
 }

@@ -17,16 +17,16 @@ import (
 	"time"
 
 	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/measure"
 	"github.com/igwlab/igwlab/runner/report"
 	"github.com/igwlab/igwlab/runner/stats"
-	"github.com/igwlab/igwlab/runner/target"
 	"github.com/igwlab/igwlab/stacks"
 )
 
 // Options configure a suite run.
 type Options struct {
-	Target     target.Target
-	TargetName string
+	Target     gateway.Target
 	Catalog    *stacks.Catalog
 	Only, Skip []string
 	SkipEval   bool
@@ -50,7 +50,7 @@ type Options struct {
 	ProgressWidth int
 	// ApplyTimeout bounds the wait for knobs to show on every pod.
 	ApplyTimeout time.Duration
-	// AdminTimeout bounds one attempt to read a pod's admin (default target.AdminTimeout).
+	// AdminTimeout bounds one attempt to read a pod's admin (default gateway.AdminTimeout).
 	AdminTimeout time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
@@ -72,7 +72,7 @@ type Summary struct {
 	Finished    time.Time                     `json:"finished"`
 	Complete    bool                          `json:"complete"`
 	Interrupted bool                          `json:"interrupted,omitempty"`
-	Info        target.Info                   `json:"info"`
+	Info        gateway.Info                  `json:"info"`
 	Names       stats.Names                   `json:"names"`
 	Order       []string                      `json:"order"`
 	Scenarios   map[string]*analysis.Result   `json:"scenarios"`
@@ -120,7 +120,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	for _, sc := range selected {
 		sum.Order = append(sum.Order, sc.Name)
 		sum.Scenarios[sc.Name] = &analysis.Result{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis,
-			Client: sc.Client.Kind, Status: "not-run"}
+			Client: sc.Client.Kind, Status: analysis.StatusNotRun}
 	}
 	// done[name] is how many runs of a scenario a resumed run already has.
 	done := map[string]int{}
@@ -132,7 +132,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	var plan []time.Duration
 	for _, sc := range selected {
 		for rep := done[sc.Name]; rep < o.Repeat; rep++ {
-			plan = append(plan, r0planned(sc, info.Name, o.Duration))
+			plan = append(plan, r0planned(o.Target, sc, o.Duration))
 		}
 	}
 	r := &run{o: o, info: info, dir: dir, sum: sum, names: sum.Names, prog: newProgress(o.Progress, o.ProgressTTY, o.ProgressWidth, plan)}
@@ -142,7 +142,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	r.progressf("igwlab: %s target, %d pods x %d worker(s); %d scenario(s) x %d run(s); results in %s\n",
 		info.Name, info.Pods, info.Concurrency, len(selected), o.Repeat, dir)
-	_ = writeJSON(filepath.Join(dir, "summary.json"), sum)
+	_ = measure.WriteJSON(filepath.Join(dir, "summary.json"), sum)
 
 	step := 0
 	for _, sc := range selected {
@@ -174,13 +174,13 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			sum.Scenarios[sc.Name] = representative(sum.Runs[sc.Name])
 			r.prog.finish(step, oneLine(res))
 			step++
-			_ = writeJSON(filepath.Join(dir, "summary.json"), sum)
+			_ = measure.WriteJSON(filepath.Join(dir, "summary.json"), sum)
 		}
 	}
 	sum.Interrupted = ctx.Err() != nil
 	sum.Complete = !sum.Interrupted
 	for _, name := range sum.Order {
-		if res := sum.Scenarios[name]; res.Status == "not-run" && sum.Interrupted {
+		if res := sum.Scenarios[name]; res.Status == analysis.StatusNotRun && sum.Interrupted {
 			res.Reason = "the run was interrupted before this scenario"
 		}
 	}
@@ -194,10 +194,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		}
 		var b strings.Builder
 		analysis.WriteBlock(&b, analysis.Header{Target: info.Name, Pods: info.Pods, Concurrency: info.Concurrency, Repeat: o.Repeat}, sum.Evaluation)
-		_ = writeFile(filepath.Join(dir, "evaluation.txt"), []byte(b.String()))
+		_ = measure.WriteFile(filepath.Join(dir, "evaluation.txt"), []byte(b.String()))
 	}
 	sum.Finished = o.Now().UTC()
-	if err := writeJSON(filepath.Join(dir, "summary.json"), sum); err != nil {
+	if err := measure.WriteJSON(filepath.Join(dir, "summary.json"), sum); err != nil {
 		return sum, err
 	}
 	if !o.NoReport {
@@ -224,7 +224,7 @@ func (r *run) evaluate() []analysis.Verdict {
 			runs[name] = []*analysis.Result{res}
 		}
 	}
-	return analysis.Evaluate(runs, r.info.Pods)
+	return analysis.Evaluate(runs, r.info.Pods, r.o.Catalog.Feeds())
 }
 
 // representative picks the run whose CV is the median of the repetitions, so the numbers shown
@@ -232,7 +232,7 @@ func (r *run) evaluate() []analysis.Verdict {
 func representative(rs []*analysis.Result) *analysis.Result {
 	var ok []*analysis.Result
 	for _, r := range rs {
-		if r.Status == "ok" {
+		if r.OK() {
 			ok = append(ok, r)
 		}
 	}
@@ -252,8 +252,8 @@ func repText(rep, n int) string {
 }
 
 func oneLine(r *analysis.Result) string {
-	if r.Status != "ok" {
-		return r.Status + ": " + r.Reason
+	if !r.OK() {
+		return string(r.Status) + ": " + r.Reason
 	}
 	s := fmt.Sprintf("CV %.3f over %d connections (%s); %.0f rps, p99 %.1f ms; hottest worker %s busy",
 		r.CV, int(r.ConnectionsTotal), r.ChanceVerdict, r.RPS, r.P99Ms, r.BusyText())
@@ -278,7 +278,7 @@ func oneLine(r *analysis.Result) string {
 
 type run struct {
 	o     Options
-	info  target.Info
+	info  gateway.Info
 	dir   string
 	sum   *Summary
 	names stats.Names
@@ -293,17 +293,17 @@ type run struct {
 func (r *run) guarded(ctx context.Context, sc *stacks.Scenario, dir string) (res *analysis.Result) {
 	defer func() {
 		if v := recover(); v != nil {
-			_ = writeFile(filepath.Join(dir, "panic.txt"), []byte(fmt.Sprintf("panic: %v\n\n%s", v, debug.Stack())))
+			_ = measure.WriteFile(filepath.Join(dir, "panic.txt"), []byte(fmt.Sprintf("panic: %v\n\n%s", v, debug.Stack())))
 			res = &analysis.Result{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis, Client: sc.Client.Kind,
-				Status: "failed", Reason: fmt.Sprintf("igwlab failed on this scenario: %v (a bug: the stack is in panic.txt; please report it)", v)}
+				Status: analysis.StatusFailed, Reason: fmt.Sprintf("igwlab failed on this scenario: %v (a bug: the stack is in panic.txt; please report it)", v)}
 		}
 	}()
 	return r.scenario(ctx, sc, dir)
 }
 
 // adm reads admins for the scenario being run; retried reads become its warnings.
-func (r *run) adm() admins {
-	return admins{t: r.o.Target, timeout: r.o.AdminTimeout, warn: r.warn}
+func (r *run) adm() measure.Admins {
+	return measure.Admins{T: r.o.Target, Timeout: r.o.AdminTimeout, Warn: r.warn}
 }
 
 // warn records a problem the scenario got over, for its warnings.
@@ -325,8 +325,8 @@ func (r *run) takeWarnings() []string {
 func (r *run) progressf(format string, a ...any) { r.prog.printf(format, a...) }
 
 // r0planned is how long a scenario is expected to take, for the ETA.
-func r0planned(sc *stacks.Scenario, target string, override time.Duration) time.Duration {
-	eff := sc.Effective(target)
+func r0planned(t gateway.Target, sc *stacks.Scenario, override time.Duration) time.Duration {
+	eff, _ := t.Resolve(sc)
 	d := eff.Load.Duration.D()
 	if override > 0 {
 		d = override

@@ -2,12 +2,12 @@ package suite
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/igwlab/igwlab/runner/target"
+	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/stats"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -15,99 +15,27 @@ import (
 // gateway listener whose HCM has the given stat prefix (any outbound one when prefix is "").
 // It returns the knobs that are not (yet) in force.
 func inEffect(dump []byte, k stacks.Knobs, prefix string) ([]string, error) {
-	var doc struct {
-		Configs []struct {
-			Type      string `json:"@type"`
-			Listeners []struct {
-				Name   string `json:"name"`
-				Active struct {
-					Listener map[string]any `json:"listener"`
-				} `json:"active_state"`
-			} `json:"dynamic_listeners"`
-		} `json:"configs"`
+	dumped, err := stats.KnobsInForce(dump, prefix)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(dump, &doc); err != nil {
-		return nil, fmt.Errorf("reading /config_dump: %w", err)
-	}
-	for _, c := range doc.Configs {
-		for _, l := range c.Listeners {
-			hcm := findHCM(l.Active.Listener)
-			if hcm == nil {
-				continue
+	var missing []string
+	for _, kv := range k.Set() {
+		spec, _ := stacks.Lookup(kv.Path)
+		if got, set := spec.Get(&dumped); !set || got != kv.Value {
+			shown := "<nil>"
+			if set {
+				shown = got
 			}
-			sp, _ := hcm["stat_prefix"].(string)
-			if (prefix != "" && sp != prefix) || (prefix == "" && !strings.HasPrefix(sp, "outbound_")) {
-				continue
-			}
-			var missing []string
-			for _, kv := range k.Set() {
-				root := hcm
-				path := strings.TrimPrefix(kv.Path, "hcm.")
-				if rest, ok := strings.CutPrefix(kv.Path, "listener."); ok {
-					root, path = l.Active.Listener, rest
-				}
-				if got, ok := lookupPath(root, path); !ok || !sameValue(got, kv.Value) {
-					missing = append(missing, fmt.Sprintf("%s=%s (dump: %v)", kv.Path, kv.Value, got))
-				}
-			}
-			return missing, nil
+			missing = append(missing, fmt.Sprintf("%s=%s (dump: %s)", kv.Path, kv.Value, shown))
 		}
 	}
-	return nil, fmt.Errorf("no gateway listener with an HTTP connection manager in /config_dump")
-}
-
-func findHCM(l map[string]any) map[string]any {
-	chains, _ := l["filter_chains"].([]any)
-	for _, fc := range chains {
-		fcm, _ := fc.(map[string]any)
-		filters, _ := fcm["filters"].([]any)
-		for _, f := range filters {
-			fm, _ := f.(map[string]any)
-			if fm["name"] == "envoy.filters.network.http_connection_manager" {
-				tc, _ := fm["typed_config"].(map[string]any)
-				return tc
-			}
-		}
-	}
-	return nil
-}
-
-func lookupPath(root map[string]any, path string) (any, bool) {
-	var cur any = root
-	for _, part := range strings.Split(path, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = m[part]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
-func sameValue(got any, want string) bool {
-	switch g := got.(type) {
-	case map[string]any:
-		return want == "{}"
-	case bool:
-		return fmt.Sprint(g) == want
-	case float64:
-		return fmt.Sprintf("%d", int64(g)) == want
-	case string:
-		if g == want {
-			return true
-		}
-		a, err1 := stacks.ParseDuration(g)
-		b, err2 := stacks.ParseDuration(want)
-		return err1 == nil && err2 == nil && a == b
-	}
-	return false
+	return missing, nil
 }
 
 // waitInEffect polls every gateway pod's /config_dump until the scenario's knobs show, so the
 // measurement never credits a knob that has not reached the proxies.
-func waitInEffect(ctx context.Context, t target.Target, pods []target.Pod, k stacks.Knobs, prefix string, timeout time.Duration) error {
+func waitInEffect(ctx context.Context, t gateway.Target, pods []gateway.Pod, k stacks.Knobs, prefix string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		var pending []string

@@ -5,19 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/h2c"
+	"github.com/igwlab/igwlab/internal/testutil"
 )
 
 func TestCommandLine(t *testing.T) {
-	srv := httptest.NewServer(h2c.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := testutil.H2C(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(r.URL.Path))
-	}), &http2.Server{}))
-	defer srv.Close()
+	}))
 	var out, errb bytes.Buffer
 	if err := Run(context.Background(), []string{"-url", srv.URL + "/x", "-path", "/get", "-c", "3", "-duration", "300ms", "-json", "-header", "X-A: b"}, &out, &errb); err != nil {
 		t.Fatal(err)

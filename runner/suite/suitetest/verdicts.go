@@ -2,10 +2,7 @@
 package suitetest
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,7 +44,7 @@ func CheckVerdictsNeedNoEmulatorStats(t testing.TB, dir string, recorded bool) {
 	}
 	for name, rs := range runs {
 		for _, r := range rs {
-			if r.Status == "ok" && (r.BusyMeasured || r.DrainsStarted != 0) {
+			if r.OK() && (r.BusyMeasured || r.DrainsStarted != 0) {
 				t.Errorf("%s: emulator-only numbers survived the real gateway's view: busy %v, drains %v", name, r.BusyMeasured, r.DrainsStarted)
 			}
 		}
@@ -66,52 +63,6 @@ func CheckVerdictsNeedNoEmulatorStats(t testing.TB, dir string, recorded bool) {
 	for _, v := range asServed {
 		if want := sum.Hypotheses[v.ID].Verdict; want != "" && v.Verdict != want {
 			t.Errorf("%s: re-analysis gives %s, the run printed %s", v.ID, v.Verdict, want)
-		}
-	}
-}
-
-// Untar unpacks a .tar.gz into a temporary folder.
-func Untar(t testing.TB, path string) string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return dir
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		target := filepath.Join(dir, filepath.FromSlash(h.Name))
-		if target != dir && !strings.HasPrefix(target, dir+string(filepath.Separator)) {
-			t.Fatalf("%s: entry %q leaves the folder", path, h.Name)
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(target, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
 		}
 	}
 }

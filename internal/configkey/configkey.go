@@ -1,0 +1,60 @@
+// Package configkey names the lab stack's Pulumi config keys, in one place for the Pulumi
+// program that reads them and the runner that sets them. The program reads them without the
+// project's namespace (config.New(ctx, Project).Get(Knobs)); the runner and Pulumi's files
+// write them with it (Full(Knobs) is "igwlab:knobs").
+package configkey
+
+// Project is the Pulumi project, the namespace of every key.
+const Project = "igwlab"
+
+// The keys the runner sets or reads too.
+const (
+	Scenario             = "scenario"
+	Knobs                = "knobs"
+	JWTKey               = "jwtKey"
+	JWKS                 = "jwks"
+	GatewayDrainDuration = "gatewayDrainDuration"
+	ProxyConcurrency     = "proxyConcurrency"
+	GHZImage             = "ghzImage"
+	Kubeconfig           = "kubeconfig"
+	KubeContext          = "kubeContext"
+)
+
+// The program's other keys.
+const (
+	APIPort                    = "apiPort"
+	BuildImages                = "buildImages"
+	Cluster                    = "cluster"
+	ClusterName                = "clusterName"
+	FortioImage                = "fortioImage"
+	GatewayAPIVersion          = "gatewayApiVersion"
+	GatewayReplicas            = "gatewayReplicas"
+	GrafanaPassword            = "grafanaPassword"
+	GRPCBinImage               = "grpcbinImage"
+	H2dialImage                = "h2dialImage"
+	HostPort                   = "hostPort"
+	HTTPBinImage               = "httpbinImage"
+	InstallUpstream            = "installUpstream"
+	IstioVersion               = "istioVersion"
+	K3sImage                   = "k3sImage"
+	KubePrometheusStackVersion = "kubePrometheusStackVersion"
+	Monitoring                 = "monitoring"
+	RenderAllScenarios         = "renderAllScenarios"
+	RenderDir                  = "renderDir"
+	SkipAwait                  = "skipAwait"
+	UpstreamDir                = "upstreamDir"
+	WaypointReplicas           = "waypointReplicas"
+)
+
+// All lists every key the program reads, sorted: any other igwlab: key is
+// refused, so that a misspelt one is not ignored.
+var All = []string{
+	APIPort, BuildImages, Cluster, ClusterName, FortioImage, GatewayAPIVersion,
+	GatewayDrainDuration, GatewayReplicas, GHZImage, GrafanaPassword, GRPCBinImage,
+	H2dialImage, HostPort, HTTPBinImage, InstallUpstream, IstioVersion, JWKS, JWTKey, K3sImage,
+	Knobs, KubeContext, KubePrometheusStackVersion, Kubeconfig, Monitoring, ProxyConcurrency,
+	RenderAllScenarios, RenderDir, Scenario, SkipAwait, UpstreamDir, WaypointReplicas,
+}
+
+// Full is a key with the project's namespace, as `pulumi config` and Pulumi.<stack>.yaml spell it.
+func Full(key string) string { return Project + ":" + key }

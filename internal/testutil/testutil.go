@@ -1,0 +1,102 @@
+// Package testutil holds what the lab's tests share: golden files rewritten with -update, a
+// real HTTP/2 cleartext server on loopback, and a .tar.gz fixture unpacked into a temporary
+// folder. Only tests import it.
+package testutil
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/h2c"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files instead of comparing with them")
+
+// Updating reports whether the test run was asked to rewrite its golden files (-update).
+func Updating() bool { return *update }
+
+// Golden compares got with the golden file at path, or writes it there with -update.
+func Golden(t testing.TB, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (rerun the test with -update to write it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs; rerun with -update if intended\n--- got\n%s", path, got)
+	}
+}
+
+// H2C starts a real HTTP/2 server over cleartext (prior knowledge) on loopback, advertising
+// maxStreams concurrent streams (0: the library's default), closed when the test ends.
+func H2C(t testing.TB, maxStreams uint32, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h2c.NewHandler(h, &http2.Server{MaxConcurrentStreams: maxStreams}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// Untar unpacks a .tar.gz into a temporary folder and returns the folder.
+func Untar(t testing.TB, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return dir
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := filepath.Join(dir, filepath.FromSlash(h.Name))
+		if target != dir && !strings.HasPrefix(target, dir+string(filepath.Separator)) {
+			t.Fatalf("%s: entry %q leaves the folder", path, h.Name)
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(target, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

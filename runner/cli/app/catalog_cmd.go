@@ -1,0 +1,121 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/suite"
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// catalogFlag loads the built-in catalog plus an optional folder of user scenarios.
+func loadCatalog(dir string) (*stacks.Catalog, error) {
+	cat, err := stacks.Builtin()
+	if err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		return cat, nil
+	}
+	user, err := stacks.LoadDir(dir)
+	if err != nil {
+		if st, serr := os.Stat(dir); serr != nil || !st.IsDir() {
+			return nil, err // LoadDir names the flag: the folder is missing or not a folder
+		}
+		// The loader names files relative to the folder: say which folder, and which flag.
+		return nil, fmt.Errorf("--catalog %s: %w", dir, err)
+	}
+	merged, err := cat.Merge(user)
+	if err != nil {
+		return nil, fmt.Errorf("--catalog %s: %w", dir, err)
+	}
+	return merged, nil
+}
+
+func (e *Env) scenariosCmd() *cobra.Command {
+	var dir, tgt, stackName string
+	var repeat int
+	c := Command("scenarios", "list the scenario catalog", func(cmd *cobra.Command) error {
+		cat, err := loadCatalog(dir)
+		if err != nil {
+			return err
+		}
+		if tgt != "" {
+			if repeat < 1 || repeat > 100 {
+				return Usagef("--repeat %d: allowed 1..100", repeat)
+			}
+			d, err := gateway.Lookup(gateway.Kind(tgt))
+			if err != nil {
+				if e.Lab == nil {
+					return e.HandOn(cmd.Context(), "igwlab scenarios --target "+tgt)
+				}
+				return Usagef("--target %q: allowed %s", tgt, gateway.KindList())
+			}
+			return printEstimate(e.Stdout, cat, d, gateway.Options{Stack: gateway.StackOptions{Name: stackName}}, repeat)
+		}
+		tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tHYPOTHESIS\tCLIENT\tKNOBS\tTITLE")
+		for _, s := range cat.All() {
+			c := s.Client.Kind
+			if s.Client.Mode != "" {
+				c += "/" + s.Client.Mode
+			}
+			c += fmt.Sprintf(" c=%d", s.Client.Concurrency)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.Name, s.Hypothesis, c, len(s.Knobs.Set()), s.Title)
+		}
+		return tw.Flush()
+	})
+	fs := c.Flags()
+	fs.StringVar(&dir, "catalog", "", "also load the scenario files in this folder")
+	fs.StringVar(&tgt, "target", "", "each scenario's fixed time on that kind of target and the suite's total: "+gateway.KindList()+
+		map[bool]string{true: "", false: " (" + LabBinary + " adds the real lab's)"}[e.Lab != nil])
+	fs.StringVar(&stackName, "stack", "lab", "with --target of the real lab: the stack whose config (Pulumi.<stack>.yaml) sets the drain time and the workers per pod")
+	fs.IntVar(&repeat, "repeat", 1, "with --target: runs per scenario (1..100)")
+	return c
+}
+
+// printEstimate prints each scenario's fixed time on a kind of target and the suite's total,
+// with the drain time and workers per pod the kind reads from its settings.
+func printEstimate(w io.Writer, cat *stacks.Catalog, d gateway.Driver, o gateway.Options, repeat int) error {
+	timing, err := d.Timing(o)
+	if err != nil {
+		return err
+	}
+	all, err := cat.Select(nil, nil)
+	if err != nil {
+		return err
+	}
+	e := suite.EstimateSuite(all, d.Resolve, timing.Drain, timing.Workers, repeat)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tDRAIN\tSETTLE\tWARM-UP\tWINDOW\tTOTAL")
+	for _, r := range e.Rows {
+		if r.Skipped != "" {
+			fmt.Fprintf(tw, "%s\t\t\t\t\tskipped: %s\n", r.Name, r.Skipped)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Drain, r.Settle, r.Warmup, r.Window, r.Total)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "total on %s: %s for %d scenario runs (%s); each switch's pulumi up and the stats reads come on top\n",
+		d.Kind, e.Total, e.Runs, timing.Source)
+	return nil
+}
+
+func (e *Env) knobsCmd() *cobra.Command {
+	return Command("knobs", "list the gateway knobs scenarios may set, with Envoy's ranges and defaults", func(*cobra.Command) error {
+		stdout := e.Stdout
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "KNOB\tRANGE\tDEFAULT (Envoy 1.35)\tWHAT IT DOES")
+		for _, s := range stacks.Registry {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Path, s.Range(), s.Default, s.Doc)
+		}
+		return tw.Flush()
+	})
+}

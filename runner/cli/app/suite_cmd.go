@@ -1,0 +1,188 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/gateway/local"
+	"github.com/igwlab/igwlab/runner/suite"
+)
+
+// suiteArgs are the suite command's settings, parsed from the command line or, for --resume,
+// from the command line the interrupted run recorded.
+type suiteArgs struct {
+	fs                       *pflag.FlagSet
+	only, skip               listFlag
+	pf                       local.PoolFlags
+	sf                       StackFlags
+	targetName, out, catalog string
+	resume                   string
+	skipEval, quiet, asJSON  bool
+	duration                 time.Duration
+	repeat                   int
+}
+
+// register binds the suite's flags to fs.
+func (a *suiteArgs) register(fs *pflag.FlagSet, lab bool) {
+	a.fs = fs
+	targets := gateway.KindHelp()
+	if !lab {
+		targets += "; " + LabBinary + " adds the real lab's"
+	}
+	fs.StringVar(&a.targetName, "target", string(gateway.Drivers()[0].Kind), "where to run: "+targets)
+	fs.Var(&a.only, "only", "run only these scenarios (comma-separated); a scenario's control comes along")
+	fs.Var(&a.skip, "skip", "skip these scenarios (comma-separated)")
+	fs.BoolVar(&a.skipEval, "skip-eval", false, "do not print the hypothesis evaluation")
+	fs.DurationVar(&a.duration, "duration", 0, "measured window per scenario, overriding the catalog (1s..24h; 0 keeps the catalog's)")
+	fs.IntVar(&a.repeat, "repeat", 1, "runs per scenario (1..100); verdicts report median, spread and agreement")
+	fs.StringVar(&a.out, "out", "results", "results root; each run writes <out>/<UTC timestamp>/")
+	fs.StringVar(&a.catalog, "catalog", "", "also load the scenario files in this folder")
+	fs.BoolVarP(&a.quiet, "q", "q", false, "no progress on stderr")
+	fs.BoolVar(&a.asJSON, "json", false, "print summary.json to stdout instead of the evaluation block")
+	fs.StringVar(&a.resume, "resume", "", "continue the interrupted run in this results folder, with its settings: finished scenarios are kept, the rest run")
+	a.pf.Register(fs)
+	a.sf.Register(fs)
+}
+
+func (e *Env) suiteCmd() *cobra.Command {
+	a := &suiteArgs{}
+	c := Command("suite", "run scenarios against a target and print the hypothesis evaluation", func(cmd *cobra.Command) error {
+		return e.runSuite(cmd.Context(), a, e.Args)
+	})
+	a.register(c.Flags(), e.Lab != nil)
+	return c
+}
+
+// resumeArgs swaps in the settings an interrupted run recorded. Only -q and -json may be given
+// beside --resume: any other setting would make the resumed run a different run.
+func resumeArgs(a *suiteArgs, lab bool) (*suiteArgs, *suite.Summary, error) {
+	var extra []string
+	a.fs.Visit(func(f *pflag.Flag) {
+		if f.Name != "resume" && f.Name != "q" && f.Name != "json" {
+			extra = append(extra, "--"+f.Name)
+		}
+	})
+	if len(extra) > 0 {
+		return nil, nil, Usagef("--resume continues a run with the settings it recorded; drop %s", strings.Join(extra, ", "))
+	}
+	prev, err := suite.LoadResume(a.resume)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := &suiteArgs{}
+	fs := pflag.NewFlagSet("suite", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	b.register(fs, lab)
+	recorded := prev.Command[1:]
+	if err := fs.Parse(normalizeFlags(fs, recorded)); err != nil || fs.NArg() > 0 {
+		if err == nil {
+			err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		}
+		return nil, nil, fmt.Errorf("%s: the recorded command line %q: %w", a.resume, strings.Join(prev.Command, " "), err)
+	}
+	b.quiet, b.asJSON, b.resume = a.quiet, a.asJSON, a.resume
+	return b, prev, nil
+}
+
+// normalizeFlags is Normalize for one flag set.
+func normalizeFlags(fs *pflag.FlagSet, args []string) []string {
+	c := &cobra.Command{}
+	c.Flags().AddFlagSet(fs)
+	return Normalize(c, args)
+}
+
+// runSuite runs the suite; command is the command line as typed, which the run records so that
+// --resume can take it up again.
+func (e *Env) runSuite(ctx context.Context, a *suiteArgs, command []string) error {
+	stdout, stderr := e.Stdout, e.Stderr
+	var prev *suite.Summary
+	if a.resume != "" {
+		var err error
+		if a, prev, err = resumeArgs(a, e.Lab != nil); err != nil {
+			return err
+		}
+		command = prev.Command
+	}
+	if d := a.duration; d != 0 && (d < time.Second || d > 24*time.Hour) {
+		return Usagef("--duration %s: allowed 1s..24h", d)
+	}
+	if a.repeat < 1 || a.repeat > 100 {
+		return Usagef("--repeat %d: allowed 1..100", a.repeat)
+	}
+	cat, err := loadCatalog(a.catalog)
+	if err != nil {
+		return err
+	}
+	if _, err := cat.Select(a.only, a.skip); err != nil {
+		return UsageError{err}
+	}
+	t, err := e.openTarget(ctx, a)
+	if err != nil || t == nil {
+		return err
+	}
+	defer t.Close()
+	var progress io.Writer = stderr
+	if a.quiet {
+		progress = nil
+	}
+	sum, err := suite.Run(ctx, suite.Options{Target: t, Catalog: cat, Only: a.only, Skip: a.skip,
+		SkipEval: a.skipEval, Duration: a.duration, Repeat: a.repeat, OutDir: a.out, Progress: progress,
+		RunDir: a.resume, Resume: prev, Command: command,
+		ProgressTTY: progress != nil && isTerminal(stderr), ProgressWidth: termWidth(stderr)})
+	if sum == nil {
+		return err
+	}
+	if a.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if e := enc.Encode(sum); e != nil {
+			return e
+		}
+	} else if len(sum.Evaluation) > 0 {
+		analysis.WriteBlock(stdout, analysis.Header{Target: sum.Target, Pods: sum.Pods, Concurrency: sum.Concurrency, Repeat: sum.Repeat}, sum.Evaluation)
+	}
+	if progress != nil {
+		io.WriteString(progress, "results: "+sum.Dir+"\n")
+	}
+	if errors.Is(err, suite.ErrInterrupted) {
+		// Said even with -q: it is how the user gets the rest of the run.
+		return fmt.Errorf("%w: finished scenarios are saved in %s and summary.json marks the rest as not run; to run the rest: igwlab suite --resume %s",
+			err, sum.Dir, sum.Dir)
+	}
+	return err
+}
+
+// openTarget opens the target --target names. A kind this binary does not hold hands the
+// whole command line to igwlab-lab (a nil target and its result come back).
+func (e *Env) openTarget(ctx context.Context, a *suiteArgs) (gateway.Target, error) {
+	kind := gateway.Kind(a.targetName)
+	if _, err := gateway.Lookup(kind); err != nil {
+		if e.Lab == nil {
+			return nil, e.HandOn(ctx, "igwlab suite --target "+a.targetName)
+		}
+		return nil, Usagef("--target %q: allowed %s", a.targetName, gateway.KindList())
+	}
+	pool, err := a.pf.Config()
+	if err != nil {
+		return nil, UsageError{err}
+	}
+	if err := a.sf.Check(); err != nil {
+		return nil, err
+	}
+	var progress io.Writer = e.Stderr
+	if a.quiet {
+		progress = nil
+	}
+	return gateway.Open(ctx, kind, gateway.Options{Pool: pool, Progress: progress, Stack: gateway.StackOptions{
+		Name: a.sf.Name, Inline: a.sf.Inline, InlineDir: a.sf.InlineDir, Kubeconfig: a.sf.Kubeconfig, Context: a.sf.Context}})
+}

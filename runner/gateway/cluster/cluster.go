@@ -1,0 +1,360 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/igwlab/igwlab/infra"
+	"github.com/igwlab/igwlab/internal/configkey"
+	"github.com/igwlab/igwlab/internal/jwt"
+	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/load"
+	"github.com/igwlab/igwlab/runner/pulumistack"
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// AdminPort is Envoy's admin port inside Istio's proxies (localhost only; reached by port-forward).
+const AdminPort = 15000
+
+// gateway.Pod selectors of the lab's cluster.
+var selectors = map[string]struct{ ns, sel string }{
+	gateway.Gateway:  {infra.GatewayNamespace, "istio=ingressgateway"},
+	gateway.Waypoint: {infra.BackendNamespace, "gateway.networking.k8s.io/gateway-name=" + infra.WaypointName},
+	gateway.Ztunnel:  {infra.IstioNamespace, "app=ztunnel"},
+}
+
+// ServiceAddr is the gateway Service as the load generators reach it.
+var ServiceAddr = "istio-ingressgateway." + infra.GatewayNamespace + ".svc.cluster.local:80"
+
+// ClusterOptions configure a cluster target.
+type ClusterOptions struct {
+	Name     string // k3d or existing
+	Kube     Kube
+	Stack    pulumistack.Stack
+	Progress io.Writer // Pulumi's progress goes here
+	// DrainTimeout bounds the wait for listeners drained by an EnvoyFilter change (default:
+	// the lab's drain time plus DrainMargin).
+	DrainTimeout time.Duration
+	// Images override the images of clients that run as Jobs, by their stack config key
+	// (default: the stack's config, then the lab program's default).
+	Images map[string]string
+	// OnClose runs when the target is closed (it releases the stack's lock).
+	OnClose func()
+}
+
+// DrainMargin is what the wait for drained listeners allows beyond the gateway's drain time:
+// the xDS push reaching every pod after pulumi up returns, and the one-second polls.
+const DrainMargin = 30 * time.Second
+
+// DrainTimeout is how long to wait, after a scenario switch on a lab stack, for the listeners
+// it replaced to drain: the stack's igwlab:gatewayDrainDuration (the program's default when
+// unset; Envoy keeps a replaced listener exactly that long) plus DrainMargin.
+func DrainTimeout(ctx context.Context, st pulumistack.Stack) (time.Duration, error) {
+	d := infra.Defaults.GatewayDrainDuration
+	raw, ok, err := st.GetConfig(ctx, configkey.Full(configkey.GatewayDrainDuration))
+	if err != nil {
+		return 0, err
+	}
+	if ok && raw != "" {
+		if d, err = infra.ParseDrainDuration(raw); err != nil {
+			return 0, err
+		}
+	}
+	return d + DrainMargin, nil
+}
+
+// Cluster is the real lab: scenarios are switched through the Pulumi stack, stats come from each
+// gateway pod's Envoy admin through a port-forward, and the load runs in the loadgen namespace.
+type Cluster struct {
+	o    ClusterOptions
+	key  *jwt.Key
+	seen podsSeen
+}
+
+// NewCluster makes a cluster target.
+func NewCluster(o ClusterOptions) *Cluster {
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = infra.Defaults.GatewayDrainDuration + DrainMargin
+	}
+	return &Cluster{o: o}
+}
+
+var _ gateway.Target = (*Cluster)(nil)
+
+// Info implements gateway.Target: the pool's size and the workers per pod, read from Envoy itself.
+func (c *Cluster) Info(ctx context.Context) (gateway.Info, error) {
+	pods, err := c.Pods(ctx, gateway.Gateway)
+	if err != nil {
+		return gateway.Info{}, err
+	}
+	if len(pods) == 0 {
+		return gateway.Info{}, fmt.Errorf("no ready gateway pod (%s in %s): is the lab up? (pulumi up -s lab)", selectors[gateway.Gateway].sel, selectors[gateway.Gateway].ns)
+	}
+	raw, err := c.Admin(ctx, pods[0], "/server_info")
+	if err != nil {
+		return gateway.Info{}, err
+	}
+	var si struct {
+		Options struct {
+			Concurrency int `json:"concurrency"`
+		} `json:"command_line_options"`
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(raw, &si); err != nil {
+		return gateway.Info{}, fmt.Errorf("server_info of %s: %w", pods[0].Name, err)
+	}
+	wp, _ := c.Pods(ctx, gateway.Waypoint)
+	return gateway.Info{Name: c.o.Name, Pods: len(pods), Concurrency: si.Options.Concurrency, Waypoints: len(wp),
+		Endpoint: ServiceAddr, Details: map[string]any{"envoy": si.Version}}, nil
+}
+
+// Apply implements gateway.Target: set the stack's scenario, `pulumi up`, then wait until the listeners
+// the change replaced have drained, so the redial they cause is not credited to the knob.
+func (c *Cluster) Apply(ctx context.Context, sc stacks.Scenario) error {
+	if c.o.Stack == nil {
+		return fmt.Errorf("the %s target needs a Pulumi stack to switch scenarios", c.o.Name)
+	}
+	if err := c.switchStack(ctx, sc); err != nil {
+		if ctx.Err() != nil {
+			return upInterrupted(c.o.Stack, sc.Name, err, c.o.Progress)
+		}
+		return err
+	}
+	return c.waitDrained(ctx)
+}
+
+// switchStack sets the scenario in the stack's config and runs `pulumi up`.
+func (c *Cluster) switchStack(ctx context.Context, sc stacks.Scenario) error {
+	if sc.Filters.JWT != nil {
+		if err := c.ensureJWTKey(ctx); err != nil {
+			return err
+		}
+	}
+	if _, set, _ := c.o.Stack.GetConfig(ctx, configkey.Full(configkey.Knobs)); set {
+		// A suite runs the catalog's knobs; an override would make every verdict about something else.
+		if err := c.o.Stack.RemoveConfig(ctx, configkey.Full(configkey.Knobs)); err != nil {
+			return err
+		}
+		if c.o.Progress != nil {
+			fmt.Fprintln(c.o.Progress, "removed the stack's igwlab:knobs override: a suite runs the catalog's knobs")
+		}
+	}
+	if err := c.o.Stack.SetConfig(ctx, configkey.Full(configkey.Scenario), sc.Name, false); err != nil {
+		return err
+	}
+	if _, err := c.o.Stack.Up(ctx, c.o.Progress); err != nil {
+		return fmt.Errorf("pulumi up for %s: %w", sc.Name, err)
+	}
+	return nil
+}
+
+// drainingFilter selects the two gauges of draining on an Envoy admin's /stats: an EnvoyFilter
+// that changes only the connection manager updates the filter chain in place and drains the
+// old chain (total_filter_chains_draining); one that changes the listener itself replaces it
+// (total_listeners_draining).
+const drainingFilter = `^listener_manager\.total_(listeners|filter_chains)_draining$`
+
+// waitDrained polls the draining gauges on every gateway pod until both are 0.
+func (c *Cluster) waitDrained(ctx context.Context) error {
+	deadline := time.Now().Add(c.o.DrainTimeout)
+	for {
+		pods, err := c.Pods(ctx, gateway.Gateway)
+		if err != nil {
+			return err
+		}
+		draining := 0
+		for _, p := range pods {
+			raw, err := c.Admin(ctx, p, "/stats?filter="+url.QueryEscape(drainingFilter))
+			if err != nil {
+				return err
+			}
+			draining += drainingListeners(string(raw))
+		}
+		if draining == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d listener(s) or filter chain(s) still draining after %s (the gateway's drain time, igwlab:gatewayDrainDuration, plus %s)",
+				draining, c.o.DrainTimeout, DrainMargin)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// drainingListeners sums the draining gauges in an admin /stats text.
+func drainingListeners(stats string) int {
+	n := 0
+	for _, line := range strings.Split(stats, "\n") {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), ": ")
+		if !ok || (name != "listener_manager.total_listeners_draining" && name != "listener_manager.total_filter_chains_draining") {
+			continue
+		}
+		var x int
+		fmt.Sscan(v, &x)
+		n += x
+	}
+	return n
+}
+
+func (c *Cluster) ensureJWTKey(ctx context.Context) error {
+	if c.key != nil {
+		return nil
+	}
+	pemText, ok, err := c.o.Stack.GetConfig(ctx, configkey.Full(configkey.JWTKey))
+	if err != nil {
+		return err
+	}
+	if ok {
+		if c.key, err = jwt.FromPEM("igwlab", pemText); err != nil {
+			return fmt.Errorf("stack config igwlab:jwtKey: %w", err)
+		}
+	} else {
+		if c.key, err = jwt.Generate("igwlab"); err != nil {
+			return err
+		}
+		if err := c.o.Stack.SetConfig(ctx, configkey.Full(configkey.JWTKey), c.key.PEM(), true); err != nil {
+			return err
+		}
+	}
+	return c.o.Stack.SetConfig(ctx, configkey.Full(configkey.JWKS), c.key.JWKS(), false)
+}
+
+// Pods implements Target.
+func (c *Cluster) Pods(ctx context.Context, role string) ([]gateway.Pod, error) {
+	s, ok := selectors[role]
+	if !ok {
+		return nil, fmt.Errorf("no pods of role %q", role)
+	}
+	pods, err := c.o.Kube.Pods(ctx, s.ns, s.sel)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]gateway.Pod, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, gateway.Pod{Name: p.Name, Role: role, Namespace: p.Namespace,
+			Admin: fmt.Sprintf("pod/%s/%s:%d", p.Namespace, p.Name, adminPort(role))})
+	}
+	if role == gateway.Gateway {
+		c.seen.set(out)
+	}
+	return out, nil
+}
+
+func adminPort(role string) int {
+	if role == gateway.Ztunnel {
+		return 15020
+	}
+	return AdminPort
+}
+
+// Admin implements Target.
+func (c *Cluster) Admin(ctx context.Context, p gateway.Pod, path string) ([]byte, error) {
+	if p.Role == gateway.Ztunnel && strings.HasPrefix(path, "/stats/prometheus") {
+		path = "/metrics"
+	}
+	return c.o.Kube.Get(ctx, p.Namespace, p.Name, adminPort(p.Role), path)
+}
+
+// Load implements gateway.Target: the client runs as its kind says it runs in a cluster (in
+// its pod of the loadgen namespace, or as a Job), and what it prints is read back into the
+// same Result as on the local target.
+func (c *Cluster) Load(ctx context.Context, spec load.Spec) (*load.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, spec.Duration+3*time.Minute)
+	defer cancel()
+	client, err := load.Lookup(spec.Kind)
+	if err != nil {
+		return nil, err
+	}
+	run := client.InCluster
+	var out []byte
+	switch {
+	case run.Exec != nil:
+		out, err = c.execIn(ctx, run.Exec.Selector, run.Exec.Container, run.Exec.Command(spec, ServiceAddr))
+	case run.Job != nil:
+		out, err = c.o.Kube.RunJob(ctx, loadJob(run.Job.Name, c.image(ctx, run.Job), run.Job.Args(spec, ServiceAddr)))
+	default:
+		return nil, fmt.Errorf("the %s client has no way to run in a cluster", spec.Kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return run.Read(out)
+}
+
+func (c *Cluster) execIn(ctx context.Context, selector, container string, cmd []string) ([]byte, error) {
+	pods, err := c.o.Kube.Pods(ctx, infra.LoadgenNamespace, selector)
+	if err != nil {
+		return nil, err
+	}
+	if len(pods) == 0 {
+		return nil, fmt.Errorf("no ready %s pod in %s", selector, infra.LoadgenNamespace)
+	}
+	out, _, err := c.o.Kube.Exec(ctx, infra.LoadgenNamespace, pods[0].Name, container, cmd)
+	return out, err
+}
+
+// defaultImages are the lab program's images of the clients that run as Jobs, by config key.
+var defaultImages = map[string]string{configkey.GHZImage: infra.Defaults.Images.GHZ}
+
+// image is the image a Job client runs: set on the target, else in the stack's config under
+// the client's key, else the client's own, else the program's default for the key.
+func (c *Cluster) image(ctx context.Context, job *load.Job) string {
+	if img := c.o.Images[job.ImageKey]; img != "" && job.ImageKey != "" {
+		return img
+	}
+	if c.o.Stack != nil && job.ImageKey != "" {
+		if img, ok, _ := c.o.Stack.GetConfig(ctx, configkey.Full(job.ImageKey)); ok && img != "" {
+			return img
+		}
+	}
+	if job.Image != "" {
+		return job.Image
+	}
+	return defaultImages[job.ImageKey]
+}
+
+// loadJob is a Job running one client: name prefixes it, labels it and names its container.
+func loadJob(name, image string, args []string) *batchv1.Job {
+	backoff, ttl := int32(0), int32(600)
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "igwlab-" + name + "-", Namespace: infra.LoadgenNamespace,
+			Labels: map[string]string{"app.kubernetes.io/part-of": "igwlab", "app": name}},
+		Spec: batchv1.JobSpec{
+			BackoffLimit: &backoff, TTLSecondsAfterFinished: &ttl,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: name, Image: image, Args: args}},
+			}},
+		},
+	}
+}
+
+// Token implements Target.
+func (c *Cluster) Token(issuer string) (string, error) {
+	if c.key == nil {
+		return "", fmt.Errorf("no JWT key yet: the scenario's filters were not applied")
+	}
+	return c.key.Token(issuer, 24*time.Hour), nil
+}
+
+// Close implements Target.
+func (c *Cluster) Close() error {
+	c.o.Kube.Close()
+	if c.o.OnClose != nil {
+		c.o.OnClose()
+	}
+	return nil
+}

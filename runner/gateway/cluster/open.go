@@ -1,0 +1,139 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/igwlab/igwlab/infra"
+	"github.com/igwlab/igwlab/internal/configkey"
+	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/pulumistack"
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// The kinds of the real lab: a k3d cluster the stack creates, and a cluster of your own the
+// stack installs into. Both switch scenarios through the Pulumi stack.
+const (
+	K3d      gateway.Kind = "k3d"
+	Existing gateway.Kind = "existing"
+)
+
+func init() {
+	for _, d := range []struct {
+		kind  gateway.Kind
+		help  string
+		order int
+	}{{K3d, "the Pulumi lab stack", 20}, {Existing, "the stack on your cluster", 30}} {
+		gateway.Register(gateway.Driver{Kind: d.kind, Help: d.help, Order: d.order,
+			Open:    func(ctx context.Context, o gateway.Options) (gateway.Target, error) { return Open(ctx, d.kind, o) },
+			Resolve: Resolve, Timing: Timing})
+	}
+}
+
+// Resolve runs a scenario with the lab's values: a real gateway takes no local departure.
+func Resolve(lab *stacks.Scenario) (stacks.Scenario, []stacks.Departure) { return lab.Lab(), nil }
+
+// Resolve implements gateway.Target.
+func (c *Cluster) Resolve(lab *stacks.Scenario) (stacks.Scenario, []stacks.Departure) {
+	return Resolve(lab)
+}
+
+// Open takes the stack's lock, opens the stack and a Kubernetes client for the cluster of the
+// kind. The target holds the lock until it is closed.
+func Open(ctx context.Context, kind gateway.Kind, o gateway.Options) (gateway.Target, error) {
+	st, release, err := pulumistack.OpenFor(ctx, pulumistack.Options{Name: o.Stack.Name, Inline: o.Stack.Inline, InlineDir: o.Stack.InlineDir},
+		"suite --target "+string(kind))
+	if err != nil {
+		return nil, err
+	}
+	t, err := openOn(ctx, kind, o, st, release)
+	if err != nil {
+		release()
+	}
+	return t, err
+}
+
+func openOn(ctx context.Context, kind gateway.Kind, o gateway.Options, st pulumistack.Stack, release func()) (gateway.Target, error) {
+	var kube *KubeClient
+	switch kind {
+	case K3d:
+		outs, err := st.Outputs(ctx)
+		if err != nil {
+			return nil, err
+		}
+		kc, _ := outs["kubeconfig"].(string)
+		if kc == "" {
+			return nil, fmt.Errorf("stack %s has no kubeconfig output: bring the lab up first (pulumi up -s %s)", o.Stack.Name, o.Stack.Name)
+		}
+		rc, err := clientcmd.RESTConfigFromKubeConfig([]byte(kc))
+		if err != nil {
+			return nil, fmt.Errorf("the stack's kubeconfig: %w", err)
+		}
+		if kube, err = NewKubeClientFromConfig(rc); err != nil {
+			return nil, err
+		}
+	default:
+		path, kctx := o.Stack.Kubeconfig, o.Stack.Context
+		if path == "" {
+			path, _, _ = st.GetConfig(ctx, configkey.Full(configkey.Kubeconfig))
+		}
+		if kctx == "" {
+			kctx, _, _ = st.GetConfig(ctx, configkey.Full(configkey.KubeContext))
+		}
+		var err error
+		if kube, err = NewKubeClient(path, kctx); err != nil {
+			return nil, err
+		}
+	}
+	drain, err := DrainTimeout(ctx, st)
+	if err != nil {
+		kube.Close()
+		return nil, err
+	}
+	return NewCluster(ClusterOptions{Name: string(kind), Kube: kube, Stack: st, Progress: o.Progress,
+		DrainTimeout: drain, OnClose: release}), nil
+}
+
+// Timing reads the drain time and workers per pod from the stack's config file (without
+// Pulumi: a plain read of Pulumi.<stack>.yaml), falling back to the program's defaults.
+func Timing(o gateway.Options) (gateway.Timing, error) {
+	stackName := o.Stack.Name
+	drain, workers := infra.Defaults.GatewayDrainDuration, infra.Defaults.ProxyConcurrency
+	root, err := infra.RepoRoot()
+	if err != nil {
+		return gateway.Timing{}, err
+	}
+	path := pulumistack.ConfigFile(root, stackName)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return gateway.Timing{}, fmt.Errorf("--stack %s: %w", stackName, err)
+	}
+	var file struct {
+		Config map[string]any `yaml:"config"`
+	}
+	if err := yaml.Unmarshal(b, &file); err != nil {
+		return gateway.Timing{}, fmt.Errorf("%s: %w", path, err)
+	}
+	rel := filepath.Base(path)
+	from := "default"
+	if raw, ok := file.Config[configkey.Full(configkey.GatewayDrainDuration)].(string); ok {
+		if drain, err = infra.ParseDrainDuration(raw); err != nil {
+			return gateway.Timing{}, fmt.Errorf("%s: %w", rel, err)
+		}
+		from = rel
+	}
+	if raw, ok := file.Config[configkey.Full(configkey.ProxyConcurrency)]; ok {
+		if workers, err = strconv.Atoi(strings.TrimSpace(fmt.Sprint(raw))); err != nil || workers < 1 {
+			return gateway.Timing{}, fmt.Errorf("%s: %s %v: allowed a whole number >= 1", rel, configkey.Full(configkey.ProxyConcurrency), raw)
+		}
+	}
+	return gateway.Timing{Drain: drain, Workers: workers,
+		Source: fmt.Sprintf("drain %s (%s), %d worker(s) per gateway pod", drain, from, workers)}, nil
+}

@@ -1,0 +1,99 @@
+// Package gateway is the seam between the runner and the gateway pool it measures. A Target
+// resolves a scenario for itself, puts it in force on the pool, lists its pods, reads each
+// pod's Envoy admin, and runs the scenario's client against it. Everything after reading the
+// stats is one code path for every target. Each kind of target lives in a package of its own
+// (local, cluster) and registers a Driver; Open starts one by kind.
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/igwlab/igwlab/runner/load"
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// Roles of pods.
+const (
+	Gateway  = "gateway"
+	Waypoint = "waypoint"
+	// Ztunnel is the role of ambient's node proxies (their metrics are on :15020/metrics).
+	Ztunnel = "ztunnel"
+)
+
+// Pod names one pod of the target.
+type Pod struct {
+	Name      string `json:"name"`
+	Role      string `json:"role"`
+	Namespace string `json:"namespace,omitempty"`
+	// Admin is where the pod's Envoy admin can be reached, for display.
+	Admin string `json:"admin"`
+}
+
+// Info describes the target.
+type Info struct {
+	Name        string         `json:"name"`
+	Pods        int            `json:"pods"`
+	Concurrency int            `json:"concurrency"`
+	Waypoints   int            `json:"waypoints"`
+	Endpoint    string         `json:"endpoint"`
+	Details     map[string]any `json:"details,omitempty"`
+	// Departures are where this target runs every scenario differently from the lab (the
+	// local target's short listener drain), shown with each scenario's own.
+	Departures []stacks.Departure `json:"departures,omitempty"`
+}
+
+// Target is a gateway pool the runner can drive.
+type Target interface {
+	// Info describes the pool.
+	Info(ctx context.Context) (Info, error)
+	// Resolve returns a catalog scenario as this target runs it, and where that departs from
+	// the lab's values (each departure is shown next to the lab value in the reports).
+	Resolve(lab *stacks.Scenario) (stacks.Scenario, []stacks.Departure)
+	// Apply puts a scenario (already resolved for this target) in force on every gateway pod.
+	Apply(ctx context.Context, sc stacks.Scenario) error
+	// Pods lists the pods of a role.
+	Pods(ctx context.Context, role string) ([]Pod, error)
+	// Admin performs GET path on a pod's Envoy admin.
+	Admin(ctx context.Context, pod Pod, path string) ([]byte, error)
+	// Load runs a client against the pool.
+	Load(ctx context.Context, spec load.Spec) (*load.Result, error)
+	// Token returns a JWT the pool's JWT filter accepts for issuer.
+	Token(issuer string) (string, error)
+	// Close releases the target.
+	Close() error
+}
+
+// AdminTimeout bounds one admin request.
+const AdminTimeout = 5 * time.Second
+
+// Disruption is something that happened to the pool on its own account, not the scenario's:
+// a pod killed or restarted, a worker stuck.
+type Disruption struct {
+	Time   time.Time `json:"time"`
+	Kind   string    `json:"kind"`
+	Pod    string    `json:"pod,omitempty"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// Disrupted is implemented by targets that record disruptions (the local pool records every
+// fault injected into it). The suite asks after each scenario, and a scenario that overlapped
+// one is reported as disturbed, with what and when.
+type Disrupted interface {
+	Disruptions(since time.Time) []Disruption
+}
+
+// InterruptedUpError is a scenario switch (config set, then `pulumi up`) stopped by Ctrl-C. State says what the stack was left
+// in, read back from the stack's state after the CLI stopped.
+type InterruptedUpError struct {
+	Scenario string
+	State    string
+	Err      error
+}
+
+func (e *InterruptedUpError) Error() string {
+	return fmt.Sprintf("switching the stack to %s was interrupted: %s", e.Scenario, e.State)
+}
+
+func (e *InterruptedUpError) Unwrap() error { return e.Err }

@@ -1,0 +1,86 @@
+package local
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/igwlab/igwlab/runner/emulator"
+)
+
+// LocalDrainTime is the local target's listener drain time: Istio's 45 s default would add
+// most of a minute to every scenario switch, and the drain has nothing to drain there (each
+// scenario's clients close their connections when they finish), so the local target uses
+// one second and says so with each scenario.
+const LocalDrainTime = time.Second
+
+// PoolFlags are the emulated pool's sizing flags, shared by suite and serve. Their values
+// are checked here as well as by the emulator, so that an error names the flag the user typed.
+type PoolFlags struct {
+	pods, concurrency, waypointPods, waypointWorkers int
+	serviceTime, perKiB, connCost, drainTime         time.Duration
+	balance, codec                                   string
+	seed                                             uint64
+	tls                                              bool
+}
+
+// Register adds the flags to fs.
+func (p *PoolFlags) Register(fs *pflag.FlagSet) {
+	d := emulator.DefaultModel
+	fs.IntVar(&p.pods, "pods", 6, "gateway pods (1..64)")
+	fs.IntVar(&p.concurrency, "concurrency", 1, "Envoy workers per gateway pod (1..64)")
+	fs.IntVar(&p.waypointPods, "waypoint-pods", 3, "waypoint pods for scenarios 06 and 07 (0..32)")
+	fs.IntVar(&p.waypointWorkers, "waypoint-concurrency", 2, "workers per waypoint pod (1..64)")
+	fs.DurationVar(&p.serviceTime, "service-time", d.ServiceTime, "emulated worker time per request (sets one worker's capacity)")
+	fs.DurationVar(&p.perKiB, "per-kib", d.PerKiB, "emulated worker time per KiB of response body")
+	fs.DurationVar(&p.connCost, "conn-cost", d.ConnCost, "emulated worker time to accept a connection")
+	fs.StringVar(&p.balance, "balance", emulator.BalanceRandom, "L4 balancer in front of the pods: random (kube-proxy), round-robin, source-hash")
+	fs.Uint64Var(&p.seed, "seed", 0, "seed for pod placement (0 = random each run)")
+	fs.DurationVar(&p.drainTime, "drain-time", LocalDrainTime, "how long a replaced listener's connections may drain before they are closed (Envoy's --drain-time-s; Istio's default is 45s)")
+	fs.StringVar(&p.codec, "http2-codec", emulator.CodecOghttp2, "Envoy's downstream HTTP/2 library: oghttp2 (Envoy 1.35's default) or nghttp2")
+	fs.BoolVar(&p.tls, "tls", false, "terminate TLS on the gateway (listener 0.0.0.0_443): every new connection costs its worker a handshake")
+}
+
+// Config is the pool the flags describe, or an error naming the flag and its allowed range.
+func (p *PoolFlags) Config() (emulator.Config, error) {
+	c := emulator.Config{Pods: p.pods, Workers: p.concurrency, WaypointPods: p.waypointPods,
+		WaypointWorkers: p.waypointWorkers, Balance: p.balance, Seed: p.seed, TLS: p.tls,
+		ListenerDrainTime: p.drainTime, Codec: p.codec,
+		Model: emulator.Model{ServiceTime: p.serviceTime, PerKiB: p.perKiB, ConnCost: p.connCost}}
+	for _, f := range []struct {
+		flag      string
+		v, lo, hi int
+	}{
+		{"--pods", p.pods, 1, 64}, {"--concurrency", p.concurrency, 1, 64},
+		{"--waypoint-pods", p.waypointPods, 0, 32}, {"--waypoint-concurrency", p.waypointWorkers, 1, 64},
+	} {
+		if f.v < f.lo || f.v > f.hi {
+			return c, fmt.Errorf("%s %d: allowed %d..%d", f.flag, f.v, f.lo, f.hi)
+		}
+	}
+	if p.serviceTime <= 0 || p.serviceTime > time.Second {
+		return c, fmt.Errorf("--service-time %s: allowed (0, 1s]", p.serviceTime)
+	}
+	if p.perKiB < 0 || p.perKiB > time.Second {
+		return c, fmt.Errorf("--per-kib %s: allowed 0..1s", p.perKiB)
+	}
+	if p.connCost < 0 || p.connCost > time.Second {
+		return c, fmt.Errorf("--conn-cost %s: allowed 0..1s", p.connCost)
+	}
+	if p.drainTime <= 0 || p.drainTime > time.Hour {
+		return c, fmt.Errorf("--drain-time %s: allowed (0, 1h]", p.drainTime)
+	}
+	if p.codec != emulator.CodecOghttp2 && p.codec != emulator.CodecNghttp2 {
+		return c, fmt.Errorf("--http2-codec %q: allowed %s (Envoy 1.35's default), %s", p.codec, emulator.CodecOghttp2, emulator.CodecNghttp2)
+	}
+	if err := c.Check(); err != nil {
+		return c, err
+	}
+	switch p.balance {
+	case emulator.BalanceRandom, emulator.BalanceRoundRobin, emulator.BalanceSourceHash:
+	default:
+		return c, fmt.Errorf("--balance %q: allowed random, round-robin, source-hash", p.balance)
+	}
+	return c, nil
+}

@@ -1,0 +1,183 @@
+// Package local is the emulated gateway pool on loopback as a target: every scenario runs with
+// its local departures (shorter windows, knobs scaled to one emulated worker's capacity), each
+// one shown next to the lab's value.
+package local
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/igwlab/igwlab/dashboard"
+	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/load"
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// Kind is the local target's kind.
+const Kind gateway.Kind = "local"
+
+func init() {
+	gateway.Register(gateway.Driver{Kind: Kind, Help: "emulated pool on loopback", Order: 10,
+		Open:    func(_ context.Context, o gateway.Options) (gateway.Target, error) { return NewLocal(o.Pool) },
+		Resolve: Resolve,
+		// The pool drains a replaced listener's connections as they finish: nothing waits.
+		Timing: func(gateway.Options) (gateway.Timing, error) {
+			return gateway.Timing{Workers: 1, Source: "the local pool drains at once"}, nil
+		}})
+}
+
+// Resolve runs a scenario with its local departures, and lists them.
+func Resolve(lab *stacks.Scenario) (stacks.Scenario, []stacks.Departure) {
+	return lab.WithLocal(), lab.Departures()
+}
+
+// Local is the emulated gateway pool on loopback.
+type Local struct {
+	Pool   *emulator.Pool
+	client *http.Client
+}
+
+// NewLocal starts an emulated pool.
+func NewLocal(cfg emulator.Config) (*Local, error) {
+	p, err := emulator.Start(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Local{Pool: p, client: &http.Client{Timeout: gateway.AdminTimeout}}, nil
+}
+
+// Resolve implements gateway.Target.
+func (l *Local) Resolve(lab *stacks.Scenario) (stacks.Scenario, []stacks.Departure) {
+	return Resolve(lab)
+}
+
+// Info implements gateway.Target.
+func (l *Local) Info(context.Context) (gateway.Info, error) {
+	c := l.Pool.Config()
+	jwt, al := l.Pool.FilterCosts()
+	return gateway.Info{Name: string(Kind), Pods: c.Pods, Concurrency: c.Workers, Waypoints: c.WaypointPods,
+		Endpoint: l.Pool.VIP(), Details: map[string]any{
+			"service_time_us": c.Model.ServiceTime.Microseconds(), "per_kib_us": c.Model.PerKiB.Microseconds(),
+			"conn_cost_us": c.Model.ConnCost.Microseconds(), "balance": c.Balance, "seed": c.Seed,
+			"waypoint_workers": c.WaypointWorkers, "jwt_verify_cost_us": jwt.Microseconds(),
+			"access_log_entry_cost_us": al.Microseconds(), "tls": c.TLS,
+			"tls_handshake_cost_us": l.Pool.TLSHandshakeCost().Microseconds(),
+			"http2_codec":           c.Codec, "listener_drain_s": c.ListenerDrainTime.Seconds(),
+		}, Departures: []stacks.Departure{{
+			Field: "gateway listener drain time (Envoy --drain-time-s)",
+			Lab:   "the lab's igwlab:gatewayDrainDuration, the gateway pods' drainDuration (Istio's own default is 45s)",
+			Local: c.ListenerDrainTime.String(),
+		}}}, nil
+}
+
+// Apply implements gateway.Target: the knobs reach every pod at once, as a new listener config does,
+// and like the cluster target it returns once the replaced listeners have drained, so that
+// no connection of the previous setup is left when the scenario is measured.
+func (l *Local) Apply(ctx context.Context, sc stacks.Scenario) error {
+	l.Pool.Apply(emulator.Setup{Knobs: sc.Knobs, Filters: sc.Filters, Waypoint: sc.Waypoint})
+	return l.Pool.WaitDrained(ctx)
+}
+
+// Pods implements Target.
+func (l *Local) Pods(_ context.Context, role string) ([]gateway.Pod, error) {
+	var src []*emulator.Pod
+	switch role {
+	case gateway.Gateway:
+		src = l.Pool.Pods()
+	case gateway.Waypoint:
+		src = l.Pool.Waypoints()
+	case gateway.Ztunnel:
+		var out []gateway.Pod
+		for _, z := range l.Pool.Ztunnels() {
+			out = append(out, gateway.Pod{Name: z.Name, Role: gateway.Ztunnel, Admin: z.MetricsURL()})
+		}
+		return out, nil
+	}
+	out := make([]gateway.Pod, 0, len(src))
+	for _, p := range src {
+		out = append(out, gateway.Pod{Name: p.Name, Role: role, Admin: p.AdminURL()})
+	}
+	return out, nil
+}
+
+// Admin implements Target.
+func (l *Local) Admin(ctx context.Context, pod gateway.Pod, path string) ([]byte, error) {
+	if pod.Role == gateway.Ztunnel && strings.HasPrefix(path, "/stats/prometheus") {
+		path = "/metrics" // ztunnel's metrics endpoint
+	}
+	ctx, cancel := context.WithTimeout(ctx, gateway.AdminTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pod.Admin+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s admin %s: %w", pod.Name, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("pod %s admin %s: %w", pod.Name, path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("pod %s admin %s: HTTP %d", pod.Name, path, resp.StatusCode)
+	}
+	return b, nil
+}
+
+// Load implements Target.
+func (l *Local) Load(ctx context.Context, spec load.Spec) (*load.Result, error) {
+	spec.Target, spec.TLS = l.Pool.VIP(), l.Pool.Config().TLS
+	return load.Run(ctx, spec)
+}
+
+// ScrapeTargets lists the pool's metrics endpoints for a Prometheus scrape config: the gateway
+// and waypoint pods' admin /stats/prometheus and each ztunnel's /metrics.
+func (l *Local) ScrapeTargets() []dashboard.ScrapeTarget {
+	var out []dashboard.ScrapeTarget
+	add := func(job, name, rawURL, path string) {
+		if u, err := url.Parse(rawURL); err == nil {
+			out = append(out, dashboard.ScrapeTarget{Job: job, Pod: name, HostPort: u.Host, Path: path})
+		}
+	}
+	for _, p := range l.Pool.Pods() {
+		add("istio-ingressgateway", p.Name, p.AdminURL(), "/stats/prometheus")
+	}
+	for _, p := range l.Pool.Waypoints() {
+		add("waypoint", p.Name, p.AdminURL(), "/stats/prometheus")
+	}
+	for _, z := range l.Pool.Ztunnels() {
+		add("ztunnel", z.Name, z.MetricsURL(), "/metrics")
+	}
+	return out
+}
+
+// Token implements Target.
+func (l *Local) Token(issuer string) (string, error) { return l.Pool.Token(issuer), nil }
+
+// Close implements Target.
+func (l *Local) Close() error {
+	l.Pool.Close()
+	return nil
+}
+
+var _ gateway.Target = (*Local)(nil)
+
+// Disruptions implements Disrupted: pod kills, restarts and stuck workers since a time (knob
+// changes are the scenario's own doing and are left out).
+func (l *Local) Disruptions(since time.Time) []gateway.Disruption {
+	var out []gateway.Disruption
+	for _, e := range l.Pool.Events() {
+		if e.Kind != "apply" && !e.Time.Before(since) {
+			out = append(out, gateway.Disruption{Time: e.Time, Kind: e.Kind, Pod: e.Pod, Detail: e.Detail})
+		}
+	}
+	return out
+}

@@ -1,0 +1,246 @@
+package measure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/stats"
+)
+
+// scrape reads /stats/prometheus from every pod in parallel. A pod that cannot be read yields
+// an empty snapshot and an error naming it; the others are still returned.
+func Scrape(ctx context.Context, t gateway.Target, pods []gateway.Pod) ([]stats.Snapshot, [][]byte, []error) {
+	return Admins{T: t}.Scrape(ctx, pods)
+}
+
+// admins reads pods' Envoy admins with a timeout per attempt, so a hung endpoint costs at most
+// a few timeouts, and reports reads that only succeeded on a retry through warn.
+type Admins struct {
+	T       gateway.Target
+	Timeout time.Duration // per attempt; 0 is gateway.AdminTimeout
+	Warn    func(string)
+}
+
+func (a Admins) Scrape(ctx context.Context, pods []gateway.Pod) ([]stats.Snapshot, [][]byte, []error) {
+	snaps := make([]stats.Snapshot, len(pods))
+	raws := make([][]byte, len(pods))
+	errs := make([]error, len(pods))
+	var wg sync.WaitGroup
+	for i, p := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			snaps[i] = stats.Snapshot{Pod: p.Name, At: time.Now()}
+			raw, err := a.Read(ctx, p, "/stats/prometheus")
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			s, err := stats.ParseSnapshot(p.Name, time.Now(), raw)
+			if err != nil {
+				errs[i] = fmt.Errorf("pod %s /stats/prometheus: %w", p.Name, err)
+				return
+			}
+			snaps[i], raws[i] = s, raw
+		}()
+	}
+	wg.Wait()
+	return snaps, raws, errs
+}
+
+// adminAttempts is how many times an admin read is tried: a port-forward that drops or a pod
+// that is restarting usually answers on the second try.
+const adminAttempts = 3
+
+func (a Admins) Read(ctx context.Context, p gateway.Pod, path string) ([]byte, error) {
+	timeout := a.Timeout
+	if timeout <= 0 {
+		timeout = gateway.AdminTimeout
+	}
+	var failed []string
+	for i := 0; i < adminAttempts; i++ {
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		b, err := a.T.Admin(actx, p, path)
+		cancel()
+		if err == nil {
+			if len(failed) > 0 && a.Warn != nil {
+				a.Warn(fmt.Sprintf("pod %s %s answered on attempt %d of %d, after: %s", p.Name, path, i+1, adminAttempts, strings.Join(failed, "; ")))
+			}
+			return b, nil
+		}
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("no answer within %s", timeout)
+		}
+		failed = append(failed, err.Error())
+		if ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(100*(i+1)) * time.Millisecond):
+		}
+	}
+	return nil, fmt.Errorf("pod %s %s: %d attempts failed: %s", p.Name, path, len(failed), strings.Join(failed, "; "))
+}
+
+// sampler reads every pod once a second during the window and keeps a time series.
+type Sampler struct {
+	t     gateway.Target
+	pods  []gateway.Pod
+	names stats.Names
+	base  map[string]stats.Pod
+	start time.Time
+
+	mu       sync.Mutex
+	rows     []string
+	header   string
+	prev     map[string]stats.Pod
+	prevAt   time.Time
+	Peaks    analysis.Peaks
+	closed   float64 // connections closed since the window began, at the last sample
+	errors   int
+	OnSample func(Live)
+}
+
+// Live is what the live progress line shows.
+type Live struct {
+	Elapsed     time.Duration
+	Connections map[string]float64 // active, per pod
+	CV          float64            // of per-pod active connections
+	RPS         float64
+	// Refused and ProtocolErrors count, since the window began, streams refused over a cap
+	// (http2.stream_refused_errors) and connections closed on a protocol error.
+	Refused, ProtocolErrors float64
+}
+
+func NewSampler(t gateway.Target, pods []gateway.Pod, names stats.Names, pre []stats.Snapshot) *Sampler {
+	s := &Sampler{t: t, pods: pods, names: names, base: map[string]stats.Pod{}, prev: map[string]stats.Pod{}}
+	for _, snap := range pre {
+		p := stats.Extract(snap, names)
+		s.base[p.Name], s.prev[p.Name] = p, p
+	}
+	cols := []string{"timestamp", "elapsed_s", "cv", "cv_cx_active", "cv_rps", "sum_cx", "sum_rq", "rps", "closed", "busy_max", "p99_ms"}
+	for _, p := range pods {
+		cols = append(cols, "cx_active:"+p.Name)
+	}
+	for _, p := range pods {
+		cols = append(cols, "rps:"+p.Name)
+	}
+	s.header = strings.Join(cols, ",")
+	return s
+}
+
+func (s *Sampler) Run(ctx context.Context, every time.Duration) {
+	s.start, s.prevAt = time.Now(), time.Now()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			s.sample(ctx)
+		}
+	}
+}
+
+// sample reads every pod once and adds a row. A round in which no pod could be read (the
+// window ended while the reads were in flight, or every admin failed) adds no row: a row of
+// zeros would read as a pool that went idle.
+func (s *Sampler) sample(ctx context.Context) {
+	snaps, _, errs := Scrape(ctx, s.t, s.pods)
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ctx.Err() != nil {
+		return
+	}
+	dt := now.Sub(s.prevAt).Seconds()
+	var conns, active, rates []float64
+	var sumRq, sumRate, closed, refused, protoErrs, sumActive, sumRqActive, rxBuf, pending, busyMax float64
+	var window stats.Buckets
+	perRate := map[string]float64{}
+	liveConns := map[string]float64{}
+	read := 0
+	for i, snap := range snaps {
+		if errs[i] != nil {
+			s.errors++
+			continue
+		}
+		read++
+		cur := stats.Extract(snap, s.names)
+		since, _ := stats.Delta(s.base[cur.Name], cur)
+		last, _ := stats.Delta(s.prev[cur.Name], cur)
+		conns = append(conns, since.CxHTTP2Total)
+		active = append(active, cur.CxActive)
+		rate := last.RqTotal / dt
+		rates = append(rates, rate)
+		perRate[cur.Name] = rate
+		liveConns[cur.Name] = cur.CxActive
+		sumRq += since.RqTotal
+		sumRate += rate
+		closed += since.CxDestroy
+		refused += since.StreamRefused
+		protoErrs += since.ProtocolErrors
+		sumActive += cur.CxActive
+		sumRqActive += cur.RqActive
+		rxBuf += cur.RxBuffered
+		pending += cur.PendingActive
+		window = window.Add(last.RqTime)
+		for _, ns := range last.WorkerBusyNs {
+			busyMax = math.Max(busyMax, ns/(dt*1e9))
+		}
+		s.prev[cur.Name] = cur
+	}
+	if read == 0 {
+		return
+	}
+	s.prevAt = now
+	s.closed = closed
+	s.Peaks.CxActive = math.Max(s.Peaks.CxActive, sumActive)
+	s.Peaks.RqActive = math.Max(s.Peaks.RqActive, sumRqActive)
+	s.Peaks.RxBuffered = math.Max(s.Peaks.RxBuffered, rxBuf)
+	s.Peaks.Pending = math.Max(s.Peaks.Pending, pending)
+	p99 := window.Quantile(0.99)
+	if math.IsNaN(p99) {
+		p99 = 0
+	}
+	row := []string{fmt.Sprintf("%.3f", float64(now.UnixMilli())/1000), fmt.Sprintf("%.3f", now.Sub(s.start).Seconds()),
+		f3(analysis.CV(conns)), f3(analysis.CV(active)), f3(analysis.CV(rates)), num(sumActive), num(sumRq),
+		fmt.Sprintf("%.1f", sumRate), num(closed), f3(busyMax), fmt.Sprintf("%.2f", p99)}
+	for _, p := range s.pods {
+		row = append(row, num(liveConns[p.Name]))
+	}
+	for _, p := range s.pods {
+		row = append(row, fmt.Sprintf("%.1f", perRate[p.Name]))
+	}
+	s.rows = append(s.rows, strings.Join(row, ","))
+	if s.OnSample != nil {
+		s.OnSample(Live{Elapsed: now.Sub(s.start), Connections: liveConns, CV: analysis.CV(active), RPS: sumRate,
+			Refused: refused, ProtocolErrors: protoErrs})
+	}
+}
+
+// closedDuringLoad is how many connections had closed since the window began, at the last
+// sample taken while the load ran: with clients that keep their connections, the ones the
+// gateway drained.
+func (s *Sampler) ClosedDuringLoad() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+func f3(v float64) string { return fmt.Sprintf("%.3f", v) }
+
+func (s *Sampler) CSV() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return []byte(s.header + "\n" + strings.Join(s.rows, "\n") + "\n")
+}

@@ -1,0 +1,107 @@
+package stacks
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ClientKind is what the catalog knows of a kind of load client: the client fields it takes,
+// and how reports draw it. How it runs is runner/load's (load.Register, one file per kind).
+type ClientKind struct {
+	// Kind is client.kind.
+	Kind string
+	// Modes are the transport layouts client.mode takes; none: the client has no mode.
+	Modes []string
+	// Connections says the client takes client.connections, its own connection count (0
+	// means 1); other clients' connections follow from mode and concurrency.
+	Connections bool
+	// NoPath says the client calls a fixed method rather than client.path.
+	NoPath bool
+	// SlowMode is the mode in which slow workers may share the fast workers' transport
+	// (client.slow); "" means the client takes none.
+	SlowMode string
+	// Shade is how plots draw its bars: dark, light or orange.
+	Shade string
+	// TimedFromSend says the client times a request from when it sends it rather than from when
+	// it was due, so its latencies are far smaller and are plotted on a scale of their own.
+	TimedFromSend bool
+}
+
+// ClientKinds are the lab's clients: h2dial dials new connections at the stream cap, fortio
+// is a fixed pool that queues, and the gRPC client keeps one ClientConn (as ghz
+// --connections=1 does).
+var ClientKinds = []ClientKind{
+	{Kind: "h2dial", Modes: []string{"shared", "distinct"}, SlowMode: "shared", Shade: "dark"},
+	{Kind: "fortio", Shade: "light", TimedFromSend: true},
+	{Kind: "grpc", Connections: true, NoPath: true, Shade: "orange"},
+}
+
+// LookupClient returns the kind of client named kind.
+func LookupClient(kind string) (ClientKind, bool) {
+	for _, c := range ClientKinds {
+		if c.Kind == kind {
+			return c, true
+		}
+	}
+	return ClientKind{}, false
+}
+
+// clientNames lists the kinds for which keep holds, in table order.
+func clientNames(keep func(ClientKind) bool) []string {
+	var out []string
+	for _, c := range ClientKinds {
+		if keep(c) {
+			out = append(out, c.Kind)
+		}
+	}
+	return out
+}
+
+// checkClient validates the client section against its kind's table entry, with validate's
+// reporters: bad for a field's problem, intRange, qpsRange and oneOf for values out of range.
+func checkClient(s *Scenario, bad func(field, msg string), intRange func(field string, v int), qpsRange func(field string, v float64),
+	oneOf func(field, v string, allowed []string)) {
+	c := s.Client
+	oneOf("client.kind", c.Kind, clientNames(func(ClientKind) bool { return true }))
+	intRange("client.concurrency", c.Concurrency)
+	kind, _ := LookupClient(c.Kind)
+	if len(kind.Modes) > 0 {
+		oneOf("client.mode", c.Mode, kind.Modes)
+	} else if c.Mode != "" {
+		bad("client.mode", "only "+strings.Join(clientNames(func(k ClientKind) bool { return len(k.Modes) > 0 }), ", ")+" has a transport mode")
+	}
+	if kind.Connections {
+		if c.Connections == 0 {
+			s.Client.Connections = 1
+		}
+		intRange("client.connections", s.Client.Connections)
+	} else if c.Connections != 0 {
+		bad("client.connections", fmt.Sprintf("only the %s client takes a connection count (%s connections follow from mode and concurrency)",
+			strings.Join(clientNames(func(k ClientKind) bool { return k.Connections }), ", "),
+			strings.Join(clientNames(func(k ClientKind) bool { return !k.Connections }), " and ")))
+	}
+	if !kind.NoPath && !strings.HasPrefix(c.Path, "/") {
+		bad("client.path", fmt.Sprintf("%q must start with /", c.Path))
+	}
+	qpsRange("client.qps", c.QPS)
+	if c.Slow != nil {
+		if kind.SlowMode == "" || c.Mode != kind.SlowMode {
+			var with []string
+			for _, k := range ClientKinds {
+				if k.SlowMode != "" {
+					with = append(with, "client.kind "+k.Kind+" with mode "+k.SlowMode)
+				}
+			}
+			bad("client.slow", "slow workers need "+strings.Join(with, " or ")+" (they share the fast workers' transport)")
+		}
+		if !strings.HasPrefix(c.Slow.Path, "/") {
+			bad("client.slow.path", fmt.Sprintf("%q must start with /", c.Slow.Path))
+		}
+		intRange("client.slow.workers", c.Slow.Workers)
+	}
+	for k := range c.Headers {
+		if k == "" || strings.ContainsAny(k, " :\r\n") {
+			bad("client.headers", fmt.Sprintf("%q is not a header name", k))
+		}
+	}
+}
