@@ -7,7 +7,6 @@ package capacity
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -33,16 +32,9 @@ type Options struct {
 	Start float64
 	Steps int
 	// Window is each run's measured window.
-	Window  time.Duration
-	OutDir  string
-	Command []string
-	// Progress receives progress; nil is quiet.
-	Progress      io.Writer
-	ProgressTTY   bool
-	ProgressWidth int
-	ApplyTimeout  time.Duration
-	Now           func() time.Time
-	NoReport      bool
+	Window time.Duration
+	// RunSettings: OutDir is the results root (the command writes OutDir/<UTC timestamp>-<command>/).
+	suite.RunSettings
 }
 
 // Defaults.
@@ -57,19 +49,12 @@ const (
 
 // Capacity is capacity.json.
 type Capacity struct {
-	Scenario    string             `json:"scenario"`
-	SLO         SLO                `json:"slo"`
-	Knobs       []stacks.KnobValue `json:"knobs,omitempty"`
-	Target      string             `json:"target"`
-	Pods        int                `json:"pods"`
-	Concurrency int                `json:"concurrency"`
-	WindowS     float64            `json:"window_s"`
-	Command     []string           `json:"command,omitempty"`
-	Started     time.Time          `json:"started"`
-	Finished    time.Time          `json:"finished"`
-	Complete    bool               `json:"complete"`
-	Interrupted bool               `json:"interrupted,omitempty"`
-	Curves      []*Curve           `json:"curves"`
+	Scenario string             `json:"scenario"`
+	SLO      SLO                `json:"slo"`
+	Knobs    []stacks.KnobValue `json:"knobs,omitempty"`
+	WindowS  float64            `json:"window_s"`
+	suite.RunRecord
+	Curves []*Curve `json:"curves"`
 	// Ratio is the capacity with the knobs over the capacity without (0 when either is unknown).
 	Ratio     float64 `json:"ratio,omitempty"`
 	Statement string  `json:"statement"`
@@ -158,16 +143,14 @@ func Run(ctx context.Context, o Options) (*Capacity, error) {
 	for i := range plan {
 		plan[i] = suite.Planned(o.Target, o.Scenario, o.Window)
 	}
-	rn, err := suite.NewRunner(ctx, suite.Options{Target: o.Target, Duration: o.Window, Progress: o.Progress,
-		ProgressTTY: o.ProgressTTY, ProgressWidth: o.ProgressWidth, ApplyTimeout: o.ApplyTimeout}, plan)
+	rn, err := suite.NewRunnerFor(ctx, o.Target, o.Window, o.RunSettings, plan)
 	if err != nil {
 		return nil, err
 	}
 	defer rn.Close()
 	info := rn.Info()
-	c := &Capacity{Scenario: o.Scenario.Name, SLO: o.SLO, Knobs: o.Knobs.Set(), Target: info.Name, Pods: info.Pods,
-		Concurrency: info.Concurrency, WindowS: o.Window.Seconds(), Command: o.Command, Started: o.Now().UTC(),
-		Curves: curves, Dir: filepath.Join(o.OutDir, o.Now().UTC().Format("20060102T150405Z")+"-capacity")}
+	c := &Capacity{Scenario: o.Scenario.Name, SLO: o.SLO, Knobs: o.Knobs.Set(), RunRecord: rn.Record(o.RunSettings),
+		WindowS: o.Window.Seconds(), Curves: curves, Dir: filepath.Join(o.OutDir, o.Now().UTC().Format("20060102T150405Z")+"-capacity")}
 	rn.Printf("igwlab capacity: %s on the %s target (%d pods x %d worker(s)), SLO %s, open-loop runs of %s from %.0f rps, at most %d per curve; results in %s\n",
 		o.Scenario.Name, info.Name, info.Pods, info.Concurrency, o.SLO.Text, o.Window, o.Start, o.Steps, c.Dir)
 	save := func() { _ = measure.WriteJSON(filepath.Join(c.Dir, "capacity.json"), c) }
@@ -180,22 +163,13 @@ func Run(ctx context.Context, o Options) (*Capacity, error) {
 		}
 		s.curve(ctx, c.Dir, cv, sc)
 	}
-	c.Interrupted = ctx.Err() != nil
-	c.Complete = !c.Interrupted
+	c.End(ctx, o.Now())
 	c.Ratio, c.Statement = statement(c)
-	c.Finished = o.Now().UTC()
-	if err := measure.WriteJSON(filepath.Join(c.Dir, "capacity.json"), c); err != nil {
-		return c, err
-	}
+	var rep func() error
 	if !o.NoReport {
-		if err := WriteReport(c); err != nil {
-			rn.Printf("report: %v\n", err)
-		}
+		rep = func() error { return WriteReport(c) }
 	}
-	if c.Interrupted {
-		return c, ErrInterrupted
-	}
-	return c, nil
+	return c, rn.Finish(filepath.Join(c.Dir, "capacity.json"), c, c.Interrupted, rep)
 }
 
 type searcher struct {

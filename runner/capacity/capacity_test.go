@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/igwlab/igwlab/internal/testutil"
 	"github.com/igwlab/igwlab/runner/analysis"
 	"github.com/igwlab/igwlab/runner/emulator"
 	"github.com/igwlab/igwlab/runner/gateway/cluster"
 	"github.com/igwlab/igwlab/runner/gateway/gatewaytest"
 	"github.com/igwlab/igwlab/runner/gateway/local"
+	"github.com/igwlab/igwlab/runner/suite"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -111,19 +113,6 @@ func TestBoundTellsClientFromGateway(t *testing.T) {
 	}
 }
 
-func scenario(t *testing.T, name string) *stacks.Scenario {
-	t.Helper()
-	cat, err := stacks.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := cat.MustGet(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sc
-}
-
 func mrpcKnobs(t *testing.T, v string) stacks.Knobs {
 	var k stacks.Knobs
 	if _, err := stacks.ParseKnobSetting(&k, mrpc+"="+v); err != nil {
@@ -140,8 +129,8 @@ func TestCapacityOnTheRealLabAndCtrlC(t *testing.T) {
 	st := &gatewaytest.Stack{KubeRef: k, Config: map[string]string{}}
 	c := cluster.NewCluster(cluster.ClusterOptions{Name: "k3d", Kube: k, Stack: st, DrainTimeout: 10 * time.Second})
 	slo, _ := ParseSLO("p99=100ms")
-	res, err := Run(context.Background(), Options{Target: c, Scenario: scenario(t, "02-trigger"), Knobs: mrpcKnobs(t, "1000"), SLO: slo,
-		Steps: 2, Window: time.Second, OutDir: t.TempDir(), ApplyTimeout: 5 * time.Second})
+	res, err := Run(context.Background(), Options{Target: c, Scenario: testutil.Scenario(t, "02-trigger"), Knobs: mrpcKnobs(t, "1000"), SLO: slo,
+		Steps: 2, Window: time.Second, RunSettings: suite.RunSettings{OutDir: t.TempDir(), ApplyTimeout: 5 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,13 +154,13 @@ func TestCapacityOnTheRealLabAndCtrlC(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	st.Config = map[string]string{}
 	n := 0
-	stop := &cancelAfter{Cluster: c, after: func() {
+	stop := &gatewaytest.AfterApply{Cluster: c, After: func() {
 		if n++; n == 2 {
 			cancel()
 		}
 	}}
-	res, err = Run(ctx, Options{Target: stop, Scenario: scenario(t, "02-trigger"), Knobs: mrpcKnobs(t, "1000"), SLO: slo,
-		Steps: 3, Window: time.Second, OutDir: t.TempDir(), ApplyTimeout: 5 * time.Second, NoReport: true})
+	res, err = Run(ctx, Options{Target: stop, Scenario: testutil.Scenario(t, "02-trigger"), Knobs: mrpcKnobs(t, "1000"), SLO: slo,
+		Steps: 3, Window: time.Second, RunSettings: suite.RunSettings{OutDir: t.TempDir(), ApplyTimeout: 5 * time.Second, NoReport: true}})
 	if !errors.Is(err, ErrInterrupted) || res == nil {
 		t.Fatalf("err %v", err)
 	}
@@ -186,17 +175,6 @@ func TestCapacityOnTheRealLabAndCtrlC(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(res.Dir, saved.Curves[0].Steps[0].Dir, "result.json")); err != nil {
 		t.Errorf("the finished step's folder: %v", err)
 	}
-}
-
-type cancelAfter struct {
-	*cluster.Cluster
-	after func()
-}
-
-func (c *cancelAfter) Apply(ctx context.Context, sc stacks.Scenario) error {
-	err := c.Cluster.Apply(ctx, sc)
-	c.after()
-	return err
 }
 
 // TestCapacityRatioOnTheLocalPool is the acceptance search on the emulated pool: count
@@ -214,8 +192,8 @@ func TestCapacityRatioOnTheLocalPool(t *testing.T) {
 	}
 	defer l.Close()
 	slo, _ := ParseSLO("p99=100ms")
-	res, err := Run(context.Background(), Options{Target: l, Scenario: scenario(t, "02-trigger"), Knobs: mrpcKnobs(t, "20"), SLO: slo,
-		Start: 100, Steps: 6, OutDir: t.TempDir()})
+	res, err := Run(context.Background(), Options{Target: l, Scenario: testutil.Scenario(t, "02-trigger"), Knobs: mrpcKnobs(t, "20"), SLO: slo,
+		Start: 100, Steps: 6, RunSettings: suite.RunSettings{OutDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

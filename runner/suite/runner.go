@@ -3,10 +3,12 @@ package suite
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/igwlab/igwlab/runner/analysis"
 	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/measure"
 	"github.com/igwlab/igwlab/runner/stats"
 	"github.com/igwlab/igwlab/stacks"
 )
@@ -59,3 +61,68 @@ func Planned(t gateway.Target, sc *stacks.Scenario, d time.Duration) time.Durati
 
 // Names are the gateway's stat names, discovered by the first run (zero before it).
 func (x *Runner) Names() stats.Names { return x.r.names }
+
+// Finish ends a command's run: its JSON written to path, then its report (nil: none; one that
+// fails is said on the progress, the JSON stays), and ErrInterrupted when the run was.
+func (x *Runner) Finish(path string, v any, interrupted bool, report func() error) error {
+	if err := measure.WriteJSON(path, v); err != nil {
+		return err
+	}
+	if report != nil {
+		if err := report(); err != nil {
+			x.Printf("report: %v\n", err)
+		}
+	}
+	if interrupted {
+		return ErrInterrupted
+	}
+	return nil
+}
+
+// RunSettings are what a command that runs scenarios through a Runner takes besides its own
+// settings: where results go, its command line, progress, the apply timeout, the clock.
+type RunSettings struct {
+	// OutDir is the results root; the command writes a folder of its own under it.
+	OutDir  string
+	Command []string
+	// Progress receives progress; nil is quiet.
+	Progress      io.Writer
+	ProgressTTY   bool
+	ProgressWidth int
+	ApplyTimeout  time.Duration
+	Now           func() time.Time
+	// NoReport skips the plots and report.html.
+	NoReport bool
+}
+
+// NewRunnerFor is NewRunner for a command's settings, with the window of each run.
+func NewRunnerFor(ctx context.Context, t gateway.Target, window time.Duration, s RunSettings, planned []time.Duration) (*Runner, error) {
+	return NewRunner(ctx, Options{Target: t, Duration: window, Progress: s.Progress, ProgressTTY: s.ProgressTTY,
+		ProgressWidth: s.ProgressWidth, ApplyTimeout: s.ApplyTimeout}, planned)
+}
+
+// RunRecord heads a command's JSON: where it ran, with what command line, when, and whether it
+// finished or was interrupted.
+type RunRecord struct {
+	Target      string    `json:"target"`
+	Pods        int       `json:"pods"`
+	Concurrency int       `json:"concurrency"`
+	Command     []string  `json:"command,omitempty"`
+	Started     time.Time `json:"started"`
+	Finished    time.Time `json:"finished"`
+	Complete    bool      `json:"complete"`
+	Interrupted bool      `json:"interrupted,omitempty"`
+}
+
+// Record starts a command's record on this runner's target.
+func (x *Runner) Record(s RunSettings) RunRecord {
+	i := x.r.info
+	return RunRecord{Target: i.Name, Pods: i.Pods, Concurrency: i.Concurrency, Command: s.Command, Started: s.Now().UTC()}
+}
+
+// End marks the record finished now, or interrupted when ctx was cancelled.
+func (r *RunRecord) End(ctx context.Context, now time.Time) {
+	r.Interrupted = ctx.Err() != nil
+	r.Complete = !r.Interrupted
+	r.Finished = now.UTC()
+}

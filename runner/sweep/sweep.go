@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -33,17 +32,8 @@ type Options struct {
 	// WellSpread is the connection count of the well-spread client the recommendation's
 	// threshold is drawn from (default DefaultWellSpread).
 	WellSpread int
-	// OutDir is the results root: the sweep writes OutDir/<UTC timestamp>-sweep/.
-	OutDir  string
-	Command []string
-	// Progress receives progress; nil is quiet.
-	Progress      io.Writer
-	ProgressTTY   bool
-	ProgressWidth int
-	ApplyTimeout  time.Duration
-	Now           func() time.Time
-	// NoReport skips the plots and report.html.
-	NoReport bool
+	// RunSettings: OutDir is the results root (the command writes OutDir/<UTC timestamp>-<command>/).
+	suite.RunSettings
 }
 
 // DefaultWellSpread is the well-spread client of the recommendation: 100 connections placed
@@ -52,23 +42,16 @@ const DefaultWellSpread = 100
 
 // Sweep is sweep.json.
 type Sweep struct {
-	Scenario    string    `json:"scenario"`
-	Knob        string    `json:"knob"`
-	Unit        string    `json:"unit"`
-	Values      []string  `json:"values"`
-	Repeat      int       `json:"repeat"`
-	Target      string    `json:"target"`
-	Pods        int       `json:"pods"`
-	Concurrency int       `json:"concurrency"`
-	TLS         bool      `json:"tls"`
-	WindowS     float64   `json:"window_s"`
-	Window      string    `json:"window"` // where the window comes from
-	Command     []string  `json:"command,omitempty"`
-	Started     time.Time `json:"started"`
-	Finished    time.Time `json:"finished"`
-	Complete    bool      `json:"complete"`
-	Interrupted bool      `json:"interrupted,omitempty"`
-	Points      []*Point  `json:"points"`
+	Scenario string   `json:"scenario"`
+	Knob     string   `json:"knob"`
+	Unit     string   `json:"unit"`
+	Values   []string `json:"values"`
+	Repeat   int      `json:"repeat"`
+	TLS      bool     `json:"tls"`
+	WindowS  float64  `json:"window_s"`
+	Window   string   `json:"window"` // where the window comes from
+	suite.RunRecord
+	Points []*Point `json:"points"`
 	// Threshold is the most CV a value may show to count as well spread (see Rule).
 	Threshold float64 `json:"threshold"`
 	// Listener is the gateway listener measured (its stats' listener_address).
@@ -135,8 +118,7 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 	for i := range plan {
 		plan[i] = suite.Planned(o.Target, first, o.Duration)
 	}
-	rn, err := suite.NewRunner(ctx, suite.Options{Target: o.Target, Duration: o.Duration, Progress: o.Progress,
-		ProgressTTY: o.ProgressTTY, ProgressWidth: o.ProgressWidth, ApplyTimeout: o.ApplyTimeout}, plan)
+	rn, err := suite.NewRunnerFor(ctx, o.Target, o.Duration, o.RunSettings, plan)
 	if err != nil {
 		return nil, err
 	}
@@ -145,8 +127,7 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 	dir := filepath.Join(o.OutDir, o.Now().UTC().Format("20060102T150405Z")+"-sweep")
 	eff, _ := o.Target.Resolve(first)
 	sw := &Sweep{Scenario: o.Scenario.Name, Knob: o.Knob.Path, Unit: o.Knob.Unit, Values: o.Values, Repeat: o.Repeat,
-		Target: info.Name, Pods: info.Pods, Concurrency: info.Concurrency, TLS: tlsOn(info), Command: o.Command,
-		Started: o.Now().UTC(), Dir: dir, WindowS: eff.Load.Duration.D().Seconds(),
+		RunRecord: rn.Record(o.RunSettings), TLS: tlsOn(info), Dir: dir, WindowS: eff.Load.Duration.D().Seconds(),
 		Window: fmt.Sprintf("the scenario's window on the %s target", info.Name)}
 	if o.Duration > 0 {
 		sw.WindowS, sw.Window = o.Duration.Seconds(), "--duration"
@@ -183,8 +164,7 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 		p.settle(runs)
 		save()
 	}
-	sw.Interrupted = ctx.Err() != nil
-	sw.Complete = !sw.Interrupted
+	sw.End(ctx, o.Now())
 	for _, p := range sw.Points {
 		if p.Status == StatusNotRun && sw.Interrupted {
 			p.Reason = "the sweep was interrupted before this value"
@@ -197,19 +177,11 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 	}
 	sw.Listener = rn.Names().Listener
 	sw.Recommendation = recommend(sw, o.Knob, o.WellSpread)
-	sw.Finished = o.Now().UTC()
-	if err := measure.WriteJSON(filepath.Join(dir, "sweep.json"), sw); err != nil {
-		return sw, err
-	}
+	var rep func() error
 	if !o.NoReport {
-		if err := WriteReport(sw); err != nil {
-			rn.Printf("report: %v\n", err)
-		}
+		rep = func() error { return WriteReport(sw) }
 	}
-	if sw.Interrupted {
-		return sw, ErrInterrupted
-	}
-	return sw, nil
+	return sw, rn.Finish(filepath.Join(dir, "sweep.json"), sw, sw.Interrupted, rep)
 }
 
 // settle sets the point's status and numbers from its runs: those of the run whose CV is the

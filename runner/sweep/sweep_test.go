@@ -11,27 +11,16 @@ import (
 	"time"
 
 	"github.com/igwlab/igwlab/internal/configkey"
+	"github.com/igwlab/igwlab/internal/testutil"
 	"github.com/igwlab/igwlab/runner/emulator"
 	"github.com/igwlab/igwlab/runner/gateway/cluster"
 	"github.com/igwlab/igwlab/runner/gateway/gatewaytest"
 	"github.com/igwlab/igwlab/runner/gateway/local"
+	"github.com/igwlab/igwlab/runner/suite"
 	"github.com/igwlab/igwlab/stacks"
 )
 
 const mrpc = "hcm.common_http_protocol_options.max_requests_per_connection"
-
-func scenario(t *testing.T, name string) *stacks.Scenario {
-	t.Helper()
-	cat, err := stacks.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := cat.MustGet(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sc
-}
 
 // TestSweepOnTheRealLabFlipsTheStack: on a real lab (a fake one: Envoy admins with Istio's
 // naming behind a Pulumi stack), each value is a stack-config flip (the scenario, and the
@@ -40,11 +29,11 @@ func TestSweepOnTheRealLabFlipsTheStack(t *testing.T) {
 	k := gatewaytest.NewKube(6, 1)
 	st := &gatewaytest.Stack{KubeRef: k, Config: map[string]string{}}
 	var flips []string
-	c := &recording{Cluster: cluster.NewCluster(cluster.ClusterOptions{Name: "k3d", Kube: k, Stack: st, DrainTimeout: 10 * time.Second}),
-		after: func() { flips = append(flips, st.Config[configkey.Full(configkey.Knobs)]) }}
+	c := &gatewaytest.AfterApply{Cluster: cluster.NewCluster(cluster.ClusterOptions{Name: "k3d", Kube: k, Stack: st, DrainTimeout: 10 * time.Second}),
+		After: func() { flips = append(flips, st.Config[configkey.Full(configkey.Knobs)]) }}
 	spec, _ := stacks.Lookup(mrpc)
-	sw, err := Run(context.Background(), Options{Target: c, Scenario: scenario(t, "04-mrpc"), Knob: spec, Values: []string{"100", "1000"},
-		Duration: time.Second, OutDir: t.TempDir(), ApplyTimeout: 5 * time.Second})
+	sw, err := Run(context.Background(), Options{Target: c, Scenario: testutil.Scenario(t, "04-mrpc"), Knob: spec, Values: []string{"100", "1000"},
+		Duration: time.Second, RunSettings: suite.RunSettings{OutDir: t.TempDir(), ApplyTimeout: 5 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,33 +65,21 @@ func TestSweepOnTheRealLabFlipsTheStack(t *testing.T) {
 	}
 }
 
-// recording calls after once a value has been applied.
-type recording struct {
-	*cluster.Cluster
-	after func()
-}
-
-func (r *recording) Apply(ctx context.Context, sc stacks.Scenario) error {
-	err := r.Cluster.Apply(ctx, sc)
-	r.after()
-	return err
-}
-
 // TestInterruptedSweepKeepsWhatFinished: a sweep stopped by its context keeps the values that
 // finished and marks the rest in sweep.json.
 func TestInterruptedSweepKeepsWhatFinished(t *testing.T) {
 	k := gatewaytest.NewKube(3, 1)
 	st := &gatewaytest.Stack{KubeRef: k, Config: map[string]string{}}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &recording{Cluster: cluster.NewCluster(cluster.ClusterOptions{Name: "k3d", Kube: k, Stack: st, DrainTimeout: 10 * time.Second}),
-		after: func() {
+	c := &gatewaytest.AfterApply{Cluster: cluster.NewCluster(cluster.ClusterOptions{Name: "k3d", Kube: k, Stack: st, DrainTimeout: 10 * time.Second}),
+		After: func() {
 			if len(st.Ups) == 2 {
 				cancel() // Ctrl-C while the second value is being put in force
 			}
 		}}
 	spec, _ := stacks.Lookup(mrpc)
-	sw, err := Run(ctx, Options{Target: c, Scenario: scenario(t, "04-mrpc"), Knob: spec, Values: []string{"100", "1000", "10000"},
-		Duration: time.Second, OutDir: t.TempDir(), ApplyTimeout: 5 * time.Second, NoReport: true})
+	sw, err := Run(ctx, Options{Target: c, Scenario: testutil.Scenario(t, "04-mrpc"), Knob: spec, Values: []string{"100", "1000", "10000"},
+		Duration: time.Second, RunSettings: suite.RunSettings{OutDir: t.TempDir(), ApplyTimeout: 5 * time.Second, NoReport: true}})
 	if !errors.Is(err, ErrInterrupted) || sw == nil || !sw.Interrupted || sw.Complete {
 		t.Fatalf("err %v, sweep %+v", err, sw)
 	}
@@ -136,8 +113,8 @@ func TestSweepTrendsOnTheLocalPool(t *testing.T) {
 	}
 	defer l.Close()
 	spec, _ := stacks.Lookup(mrpc)
-	sw, err := Run(context.Background(), Options{Target: l, Scenario: scenario(t, "04-fortio"), Knob: spec,
-		Values: []string{"30", "300", "3000"}, OutDir: t.TempDir()})
+	sw, err := Run(context.Background(), Options{Target: l, Scenario: testutil.Scenario(t, "04-fortio"), Knob: spec,
+		Values: []string{"30", "300", "3000"}, RunSettings: suite.RunSettings{OutDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -71,35 +67,16 @@ func (e *Env) runCapacity(ctx context.Context, a *capacityArgs) error {
 	if err := capacity.Check(sc); err != nil {
 		return Usagef("--scenario: %v", err)
 	}
-	if err := a.localOnlyTLS(); err != nil {
-		return err
-	}
-	t, err := e.openTarget(ctx, &a.targetArgs)
+	t, progress, err := e.openRun(ctx, &a.targetArgs)
 	if err != nil || t == nil {
 		return err
 	}
 	defer t.Close()
-	progress := a.progress(e.Stderr)
 	c, err := capacity.Run(ctx, capacity.Options{Target: t, Scenario: sc, Knobs: a.knobs.K, SLO: slo, Start: a.start, Steps: a.steps,
-		Window: a.window, OutDir: a.out, Command: e.Args, Progress: progress,
-		ProgressTTY: progress != nil && isTerminal(e.Stderr), ProgressWidth: termWidth(e.Stderr)})
+		Window: a.window, RunSettings: e.runSettings(a.out, progress)})
 	if c == nil {
 		return err
 	}
-	if a.asJSON {
-		enc := json.NewEncoder(e.Stdout)
-		enc.SetIndent("", "  ")
-		if werr := enc.Encode(c); werr != nil {
-			return werr
-		}
-	} else if werr := c.WriteText(e.Stdout); werr != nil {
-		return werr
-	}
-	if progress != nil {
-		io.WriteString(progress, "results: "+c.Dir+" (capacity.json, report.html, one folder per run)\n")
-	}
-	if errors.Is(err, capacity.ErrInterrupted) {
-		return fmt.Errorf("%w: the runs that finished are saved in %s and capacity.json marks the search interrupted", err, c.Dir)
-	}
-	return err
+	return e.outcome(a.asJSON, c, progress, c.Dir, "capacity.json, report.html, one folder per run",
+		"the runs that finished are saved in "+c.Dir+" and capacity.json marks the search interrupted", err)
 }

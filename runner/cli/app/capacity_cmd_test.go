@@ -1,23 +1,12 @@
 package app
 
-import (
-	"bytes"
-	"context"
-	"os"
-	"path/filepath"
-	"strings"
-	"testing"
-)
+import "testing"
 
 // TestCapacityBadInputRunsNothing: every bad capacity command line exits 2 with an error naming
 // the flag and what it allows, and writes no results folder.
 func TestCapacityBadInputRunsNothing(t *testing.T) {
 	const mrpc = "hcm.common_http_protocol_options.max_requests_per_connection"
-	out := filepath.Join(t.TempDir(), "results")
-	for _, tc := range []struct {
-		args []string
-		want []string
-	}{
+	runsNothing(t, "capacity", []badCase{
 		{[]string{"--scenario", "02-trigger", "--slo", "p99<50ms"}, []string{"--slo", "want pNN=DURATION", "p99=50ms"}},
 		{[]string{"--scenario", "02-trigger", "--slo", "p95=50ms"}, []string{"--slo", `percentile "p95"`}},
 		{[]string{"--scenario", "02-trigger", "--slo", "p99=soon"}, []string{"--slo", "not a duration"}},
@@ -33,20 +22,5 @@ func TestCapacityBadInputRunsNothing(t *testing.T) {
 		{[]string{"--scenario", "02-trigger", "--slo", "p99=100ms", "--steps", "99"}, []string{"--steps 99", "allowed 2..30"}},
 		{[]string{"--scenario", "02-trigger", "--slo", "p99=100ms", "--window", "1ms"}, []string{"--window", "allowed 1s..10m"}},
 		{[]string{"--scenario", "02-trigger", "--slo", "p99=100ms", "--tls", "--target", "k3d"}, []string{"--tls"}},
-	} {
-		args := append([]string{"capacity", "--out", out, "-q"}, tc.args...)
-		var stdout, stderr bytes.Buffer
-		code := Main(context.Background(), args, &stdout, &stderr, nil)
-		if code != 2 {
-			t.Errorf("%q: exit %d, want 2 (stderr %q)", tc.args, code, stderr.String())
-		}
-		for _, w := range tc.want {
-			if !strings.Contains(stderr.String(), w) {
-				t.Errorf("%q: stderr %q does not say %q", tc.args, stderr.String(), w)
-			}
-		}
-	}
-	if _, err := os.Stat(out); !os.IsNotExist(err) {
-		t.Errorf("a bad command line wrote %s", out)
-	}
+	})
 }

@@ -10,7 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/gateway/local"
+	"github.com/igwlab/igwlab/runner/suite"
 	"github.com/igwlab/igwlab/runner/sweep"
 	"github.com/igwlab/igwlab/stacks"
 )
@@ -77,35 +79,54 @@ func (e *Env) runSweep(ctx context.Context, a *sweepArgs) error {
 	if err != nil {
 		return err
 	}
-	if err := a.localOnlyTLS(); err != nil {
-		return err
-	}
-	t, err := e.openTarget(ctx, &a.targetArgs)
+	t, progress, err := e.openRun(ctx, &a.targetArgs)
 	if err != nil || t == nil {
 		return err
 	}
 	defer t.Close()
-	progress := a.progress(e.Stderr)
 	sw, err := sweep.Run(ctx, sweep.Options{Target: t, Scenario: sc, Knob: spec, Values: values, Repeat: a.repeat,
-		Duration: a.duration, WellSpread: a.wellSpread, OutDir: a.out, Command: e.Args, Progress: progress,
-		ProgressTTY: progress != nil && isTerminal(e.Stderr), ProgressWidth: termWidth(e.Stderr)})
+		Duration: a.duration, WellSpread: a.wellSpread, RunSettings: e.runSettings(a.out, progress)})
 	if sw == nil {
 		return err
 	}
-	if a.asJSON {
+	return e.outcome(a.asJSON, sw, progress, sw.Dir, "sweep.json, report.html, one folder per value",
+		"the values that finished are saved in "+sw.Dir+" and sweep.json marks the rest", err)
+}
+
+// runSettings are a command's results root and progress, with the command line as typed.
+func (e *Env) runSettings(out string, progress io.Writer) suite.RunSettings {
+	return suite.RunSettings{OutDir: out, Command: e.Args, Progress: progress,
+		ProgressTTY: progress != nil && isTerminal(e.Stderr), ProgressWidth: termWidth(e.Stderr)}
+}
+
+// openRun opens the target of a command that runs scenarios, after refusing --tls where it
+// does not apply; a nil target means the command line went to igwlab-lab, with its result.
+func (e *Env) openRun(ctx context.Context, a *targetArgs) (gateway.Target, io.Writer, error) {
+	if err := a.localOnlyTLS(); err != nil {
+		return nil, nil, err
+	}
+	t, err := e.openTarget(ctx, a)
+	return t, a.progress(e.Stderr), err
+}
+
+// outcome prints a command's result (its JSON with --json, else its text), says on the
+// progress where its results are, and turns an interruption into the error that says what was
+// kept.
+func (e *Env) outcome(asJSON bool, v interface{ WriteText(io.Writer) error }, progress io.Writer, dir, files, kept string, err error) error {
+	if asJSON {
 		enc := json.NewEncoder(e.Stdout)
 		enc.SetIndent("", "  ")
-		if werr := enc.Encode(sw); werr != nil {
+		if werr := enc.Encode(v); werr != nil {
 			return werr
 		}
-	} else if werr := sw.WriteText(e.Stdout); werr != nil {
+	} else if werr := v.WriteText(e.Stdout); werr != nil {
 		return werr
 	}
 	if progress != nil {
-		io.WriteString(progress, "results: "+sw.Dir+" (sweep.json, report.html, one folder per value)\n")
+		io.WriteString(progress, "results: "+dir+" ("+files+")\n")
 	}
-	if errors.Is(err, sweep.ErrInterrupted) {
-		return fmt.Errorf("%w: the values that finished are saved in %s and sweep.json marks the rest", err, sw.Dir)
+	if errors.Is(err, suite.ErrInterrupted) {
+		return fmt.Errorf("%w: %s", err, kept)
 	}
 	return err
 }

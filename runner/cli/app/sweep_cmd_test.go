@@ -13,11 +13,7 @@ import (
 // flag and what it allows, and writes no results folder.
 func TestSweepBadInputRunsNothing(t *testing.T) {
 	const mrpc = "hcm.common_http_protocol_options.max_requests_per_connection"
-	out := filepath.Join(t.TempDir(), "results")
-	for _, tc := range []struct {
-		args []string
-		want []string
-	}{
+	runsNothing(t, "sweep", []badCase{
 		{[]string{"--scenario", "04-fortio", "--knob", "hcm.max_requests", "--values", "1,2"}, []string{"--knob", `"hcm.max_requests" is not a knob`, "allowed: "}},
 		{[]string{"--scenario", "04-fortio", "--knob", mrpc + "x", "--values", "1,2"}, []string{"--knob", "did you mean"}},
 		{[]string{"--scenario", "04-fortio", "--knob", mrpc, "--values", "30,5000000000"}, []string{"--values", mrpc, "out of range: allowed 0..4294967295 requests"}},
@@ -31,8 +27,22 @@ func TestSweepBadInputRunsNothing(t *testing.T) {
 		{[]string{"--scenario", "04-fortio", "--knob", mrpc, "--values", "30", "--duration", "10ms"}, []string{"--duration", "allowed 1s..24h"}},
 		{[]string{"--scenario", "04-fortio", "--knob", mrpc, "--values", "30", "--target", "k3d", "--tls"}, []string{"--tls", "local target's emulated pool only"}},
 		{[]string{"--scenario", "04-fortio", "--knob", mrpc, "--values", "30", "--pods", "0"}, []string{"--pods 0", "allowed 1..64"}},
-	} {
-		args := append([]string{"sweep", "--out", out, "-q"}, tc.args...)
+	})
+}
+
+// badCase is a command line and what its error must say.
+type badCase struct {
+	args []string
+	want []string
+}
+
+// runsNothing runs each bad command line of command: exit 2, an error that says every want,
+// and no results folder.
+func runsNothing(t *testing.T, command string, cases []badCase) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "results")
+	for _, tc := range cases {
+		args := append([]string{command, "--out", out, "-q"}, tc.args...)
 		var stdout, stderr bytes.Buffer
 		code := Main(context.Background(), args, &stdout, &stderr, nil)
 		if code != 2 {

@@ -239,3 +239,17 @@ func (s *Stack) Destroy(context.Context, io.Writer) error            { return ni
 func (s *Stack) Cancel(context.Context) error                        { return nil }
 func (s *Stack) Outputs(context.Context) (map[string]any, error)     { return s.Outs, nil }
 func (s *Stack) PendingOperations(context.Context) ([]string, error) { return s.Pending, nil }
+
+// AfterApply is a real-lab target that calls After once each scenario has been applied: a test
+// reads the stack's config there, or cancels the run as a Ctrl-C would.
+type AfterApply struct {
+	*cluster.Cluster
+	After func()
+}
+
+// Apply implements the target's Apply, then calls After.
+func (a *AfterApply) Apply(ctx context.Context, sc stacks.Scenario) error {
+	err := a.Cluster.Apply(ctx, sc)
+	a.After()
+	return err
+}
