@@ -134,7 +134,7 @@ func CapacityPlot(sloLabel string, slo float64, curves []Curve) (Plot, error) {
 		p.Add(l)
 		p.Legend.Add("SLO "+sloLabel, l)
 	}
-	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
+	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.X.Min = 0
 	png, err := render(p, 16*vg.Centimeter, 10*vg.Centimeter)
 	if err != nil {
