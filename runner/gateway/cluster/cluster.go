@@ -2,10 +2,8 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 	"time"
 
@@ -17,8 +15,10 @@ import (
 	"github.com/igwlab/igwlab/internal/configkey"
 	"github.com/igwlab/igwlab/internal/jwt"
 	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/inforce"
 	"github.com/igwlab/igwlab/runner/load"
 	"github.com/igwlab/igwlab/runner/pulumistack"
+	"github.com/igwlab/igwlab/runner/stats"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -103,17 +103,12 @@ func (c *Cluster) Info(ctx context.Context) (gateway.Info, error) {
 	if err != nil {
 		return gateway.Info{}, err
 	}
-	var si struct {
-		Options struct {
-			Concurrency int `json:"concurrency"`
-		} `json:"command_line_options"`
-		Version string `json:"version"`
-	}
-	if err := json.Unmarshal(raw, &si); err != nil {
-		return gateway.Info{}, fmt.Errorf("server_info of %s: %w", pods[0].Name, err)
+	si, err := stats.ParseServerInfo(raw)
+	if err != nil {
+		return gateway.Info{}, fmt.Errorf("%s: %w", pods[0].Name, err)
 	}
 	wp, _ := c.Pods(ctx, gateway.Waypoint)
-	return gateway.Info{Name: c.o.Name, Pods: len(pods), Concurrency: si.Options.Concurrency, Waypoints: len(wp),
+	return gateway.Info{Name: c.o.Name, Pods: len(pods), Concurrency: si.Concurrency, Waypoints: len(wp),
 		Endpoint: ServiceAddr, Details: map[string]any{"envoy": si.Version}}, nil
 }
 
@@ -157,56 +152,13 @@ func (c *Cluster) switchStack(ctx context.Context, sc stacks.Scenario) error {
 	return nil
 }
 
-// drainingFilter selects the two gauges of draining on an Envoy admin's /stats: an EnvoyFilter
-// that changes only the connection manager updates the filter chain in place and drains the
-// old chain (total_filter_chains_draining); one that changes the listener itself replaces it
-// (total_listeners_draining).
-const drainingFilter = `^listener_manager\.total_(listeners|filter_chains)_draining$`
-
-// waitDrained polls the draining gauges on every gateway pod until both are 0.
+// waitDrained waits until no gateway pod has a listener or filter chain draining.
 func (c *Cluster) waitDrained(ctx context.Context) error {
-	deadline := time.Now().Add(c.o.DrainTimeout)
-	for {
-		pods, err := c.Pods(ctx, gateway.Gateway)
-		if err != nil {
-			return err
-		}
-		draining := 0
-		for _, p := range pods {
-			raw, err := c.Admin(ctx, p, "/stats?filter="+url.QueryEscape(drainingFilter))
-			if err != nil {
-				return err
-			}
-			draining += drainingListeners(string(raw))
-		}
-		if draining == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d listener(s) or filter chain(s) still draining after %s (the gateway's drain time, igwlab:gatewayDrainDuration, plus %s)",
-				draining, c.o.DrainTimeout, DrainMargin)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
+	_, err := inforce.Wait(ctx, gateway.AdminPool{Target: c, Role: gateway.Gateway}, inforce.Want{Drained: true}, c.o.DrainTimeout)
+	if err != nil {
+		return fmt.Errorf("waiting for the listeners the switch replaced to drain (the gateway's drain time, igwlab:gatewayDrainDuration, plus %s): %w", DrainMargin, err)
 	}
-}
-
-// drainingListeners sums the draining gauges in an admin /stats text.
-func drainingListeners(stats string) int {
-	n := 0
-	for _, line := range strings.Split(stats, "\n") {
-		name, v, ok := strings.Cut(strings.TrimSpace(line), ": ")
-		if !ok || (name != "listener_manager.total_listeners_draining" && name != "listener_manager.total_filter_chains_draining") {
-			continue
-		}
-		var x int
-		fmt.Sscan(v, &x)
-		n += x
-	}
-	return n
+	return nil
 }
 
 func (c *Cluster) ensureJWTKey(ctx context.Context) error {
