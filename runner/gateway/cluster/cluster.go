@@ -53,7 +53,7 @@ type ClusterOptions struct {
 
 // DrainMargin is what the wait for drained listeners allows beyond the gateway's drain time:
 // the xDS push reaching every pod after pulumi up returns, and the one-second polls.
-const DrainMargin = 30 * time.Second
+const DrainMargin = infra.DrainMargin
 
 // DrainTimeout is how long to wait, after a scenario switch on a lab stack, for the listeners
 // it replaced to drain: the stack's igwlab:gatewayDrainDuration (the program's default when

@@ -1,0 +1,82 @@
+package infra
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/igwlab/igwlab/infra/envoyfilter"
+	"github.com/igwlab/igwlab/runner/inforce"
+	"github.com/igwlab/igwlab/runner/kube"
+)
+
+// EnvoyAdminPort is Envoy's admin port in Istio's proxies: on the pod's localhost only, so it
+// is reached by port-forward.
+const EnvoyAdminPort = 15000
+
+// kubePods are the gateway pods reached through the Kubernetes API, as the cluster target
+// reaches them: the ready pods the EnvoyFilter's selector matches, and a port-forward to each
+// one's admin.
+type kubePods struct {
+	kc      *kube.KubeClient
+	ns, sel string
+}
+
+func (k kubePods) Pods(ctx context.Context) ([]string, error) {
+	pods, err := k.kc.Pods(ctx, k.ns, k.sel)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Name
+	}
+	return out, nil
+}
+
+func (k kubePods) Admin(ctx context.Context, pod, path string) ([]byte, error) {
+	return k.kc.Get(ctx, k.ns, pod, EnvoyAdminPort, path)
+}
+
+// kubePool opens a client per check (closing its port-forwards after it): from the k3d
+// cluster's kubeconfig when there is one, else the stack's kubeconfig and context.
+func kubePool(cfg Config, kubeconfig pulumi.StringInput) func(context.Context) (inforce.Pool, func(), error) {
+	// The k3d kubeconfig is an output; the checks run after the resources that need the
+	// cluster, so it has resolved by then.
+	text := make(chan string, 1)
+	if kubeconfig != nil {
+		kubeconfig.ToStringOutput().ApplyT(func(s string) string {
+			text <- s
+			return s
+		})
+	}
+	var mu sync.Mutex
+	var resolved string
+	t := envoyfilter.DefaultTarget
+	return func(ctx context.Context) (inforce.Pool, func(), error) {
+		var kc *kube.KubeClient
+		var err error
+		if kubeconfig != nil {
+			mu.Lock()
+			if resolved == "" {
+				select {
+				case resolved = <-text:
+				case <-ctx.Done():
+					mu.Unlock()
+					return nil, nil, ctx.Err()
+				}
+			}
+			s := resolved
+			mu.Unlock()
+			kc, err = kube.NewKubeClientFromKubeconfig(s, "")
+		} else {
+			kc, err = kube.NewKubeClient(cfg.Kubeconfig, cfg.KubeContext)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("kubeconfig for the checks: %w", err)
+		}
+		return kubePods{kc: kc, ns: t.Namespace, sel: selectorText(t.Selector)}, kc.Close, nil
+	}
+}
