@@ -3,7 +3,6 @@ package inforce
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -49,23 +48,5 @@ func (u URLs) Admin(ctx context.Context, pod, path string) ([]byte, error) {
 	if base == "" {
 		return nil, fmt.Errorf("no admin URL for %s", pod)
 	}
-	ctx, cancel := context.WithTimeout(ctx, stats.AdminTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("admin %s%s: %w", base, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("admin %s%s: %w", base, path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("admin %s%s: HTTP %d", base, path, resp.StatusCode)
-	}
-	return b, nil
+	return stats.GetAdmin(ctx, http.DefaultClient, base, path)
 }

@@ -1,8 +1,11 @@
 package stats
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"time"
 )
@@ -50,4 +53,28 @@ func ParseServerInfo(raw []byte) (ServerInfo, error) {
 		return ServerInfo{}, fmt.Errorf("reading /server_info: %w", err)
 	}
 	return ServerInfo{Concurrency: si.Options.Concurrency, Version: si.Version}, nil
+}
+
+// GetAdmin reads one path of an Envoy admin at its base URL, within AdminTimeout: the body of
+// a 200, else an error naming the URL.
+func GetAdmin(ctx context.Context, client *http.Client, base, path string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, AdminTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("admin %s%s: %w", base, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("admin %s%s: %w", base, path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("admin %s%s: HTTP %d", base, path, resp.StatusCode)
+	}
+	return b, nil
 }
