@@ -92,6 +92,9 @@ type Config struct {
 	// GatewayAdmins are the gateway pods' Envoy admins at base URLs the program reaches itself
 	// (http://127.0.0.1:15000, ...); empty reaches them by port-forward through the Kubernetes API.
 	GatewayAdmins []string
+	// PrometheusURL is Prometheus's base URL for the monitoring checks; empty reaches its pod
+	// by port-forward.
+	PrometheusURL string
 }
 
 // Images are the pinned container images.
@@ -282,6 +285,14 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 			errs = append(errs, &ConfigError{configkey.GatewayAdmins, raw, "Envoy admin base URLs separated by commas, such as http://127.0.0.1:15000 (" + err.Error() + ")"})
 		}
 		cfg.GatewayAdmins = urls
+	}
+	if raw := c.Get(configkey.PrometheusURL); raw != "" {
+		u, err := inforce.ParseURLs(raw)
+		if err != nil || len(u) != 1 {
+			errs = append(errs, &ConfigError{configkey.PrometheusURL, raw, "one base URL such as http://127.0.0.1:9090"})
+		} else {
+			cfg.PrometheusURL = u[0]
+		}
 	}
 	boolean(configkey.Monitoring, &cfg.Monitoring)
 	str(configkey.KubePrometheusStackVersion, &cfg.KubePrometheusStackVersion)

@@ -112,7 +112,8 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	}
 	if cfg.Monitoring {
 		if lab.Monitoring, err = NewMonitoring(ctx, "monitoring", &MonitoringArgs{ChartVersion: cfg.KubePrometheusStackVersion,
-			Install: cfg.InstallUpstream, Upstream: cfg.Upstream, GrafanaPassword: cfg.GrafanaPassword}, opts...); err != nil {
+			Install: cfg.InstallUpstream, Upstream: cfg.Upstream, GrafanaPassword: cfg.GrafanaPassword,
+			Checks: checks, Waypoint: sc.Waypoint}, opts...); err != nil {
 			return nil, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/igwlab/igwlab/infra/envoyfilter"
 	"github.com/igwlab/igwlab/internal/configkey"
 	"github.com/igwlab/igwlab/runner/inforce"
+	"github.com/igwlab/igwlab/runner/stats"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -20,6 +22,8 @@ import (
 const (
 	ScenarioCheck = "igwlab-scenario-in-effect"
 	GatewayCheck  = "igwlab-gateway-workers-and-stats"
+	// MonitoringCheck is followed by the PodMonitor's name: one check per monitor.
+	MonitoringCheck = "igwlab-monitoring-targets-"
 )
 
 // Checks are the lab's test hooks: Pulumi resource hooks that run after a resource they are
@@ -33,6 +37,8 @@ type Checks struct {
 	timeout time.Duration
 	// pool opens the gateway pods' admins for one check and returns how to close them.
 	pool func(context.Context) (inforce.Pool, func(), error)
+	// prometheus opens Prometheus's HTTP API for one check, likewise.
+	prometheus func(context.Context) (func(context.Context, string) ([]byte, error), func(), error)
 	// want is the pod count every check expects.
 	want int
 }
@@ -53,31 +59,47 @@ func NewChecks(ctx *pulumi.Context, cfg Config, kubeconfig pulumi.StringInput) *
 		note("a preview changes nothing; the after-update checks run when pulumi up applies the change")
 	}
 	c := &Checks{ctx: ctx, cfg: cfg, timeout: cfg.CheckTimeout(), want: cfg.GatewayReplicas}
+	clients := kubeClients(cfg, kubeconfig)
 	if len(cfg.GatewayAdmins) > 0 {
 		urls := inforce.URLs(cfg.GatewayAdmins)
 		c.want = len(urls)
 		c.pool = func(context.Context) (inforce.Pool, func(), error) { return urls, func() {}, nil }
-		return c
+	} else {
+		c.pool = func(ctx context.Context) (inforce.Pool, func(), error) {
+			kc, err := clients(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			t := envoyfilter.DefaultTarget
+			return kubePods{kc: kc, ns: t.Namespace, sel: selectorText(t.Selector)}, kc.Close, nil
+		}
 	}
-	c.pool = kubePool(cfg, kubeconfig)
+	if cfg.PrometheusURL != "" {
+		c.prometheus = func(context.Context) (func(context.Context, string) ([]byte, error), func(), error) {
+			return func(ctx context.Context, path string) ([]byte, error) {
+				return stats.GetAdmin(ctx, http.DefaultClient, cfg.PrometheusURL, path)
+			}, func() {}, nil
+		}
+	} else {
+		c.prometheus = func(ctx context.Context) (func(context.Context, string) ([]byte, error), func(), error) {
+			kc, err := clients(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			return prometheusAt(kc), kc.Close, nil
+		}
+	}
 	return c
 }
 
 // bind registers a check as a hook and returns the option that runs it after the resource
 // it is given to is created or updated. It is nil when checks are off.
-func (c *Checks) bind(name string, check func(context.Context, inforce.Pool) (string, error)) (pulumi.ResourceOption, error) {
+func (c *Checks) bind(name string, check func(context.Context) (string, error)) (pulumi.ResourceOption, error) {
 	if c == nil {
 		return nil, nil
 	}
 	h, err := c.ctx.RegisterResourceHook(name, func(*pulumi.ResourceHookArgs) error {
-		ctx := c.ctx.Context()
-		pool, done, err := c.pool(ctx)
-		if err != nil {
-			return fmt.Errorf("reaching the gateway pods' Envoy admins: %w (set %s to admin URLs you reach yourself, or %s false)",
-				err, configkey.Full(configkey.GatewayAdmins), configkey.Full(configkey.Verify))
-		}
-		defer done()
-		msg, err := check(ctx, pool)
+		msg, err := check(c.ctx.Context())
 		if err != nil {
 			return err
 		}
@@ -91,17 +113,30 @@ func (c *Checks) bind(name string, check func(context.Context, inforce.Pool) (st
 	}), nil
 }
 
+// onGateway runs a check on the gateway pods' admins.
+func (c *Checks) onGateway(check func(context.Context, inforce.Pool) (string, error)) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		pool, done, err := c.pool(ctx)
+		if err != nil {
+			return "", fmt.Errorf("reaching the gateway pods' Envoy admins: %w (set %s to admin URLs you reach yourself, or %s false)",
+				err, configkey.Full(configkey.GatewayAdmins), configkey.Full(configkey.Verify))
+		}
+		defer done()
+		return check(ctx, pool)
+	}
+}
+
 // Scenario is the check bound to the scenario's EnvoyFilter: every gateway pod's
 // /config_dump shows the knobs and no listener or filter chain is left draining.
 func (c *Checks) Scenario(name string, k stacks.Knobs, t envoyfilter.Target) (pulumi.ResourceOption, error) {
-	return c.bind(ScenarioCheck, func(ctx context.Context, pool inforce.Pool) (string, error) {
+	return c.bind(ScenarioCheck, c.onGateway(func(ctx context.Context, pool inforce.Pool) (string, error) {
 		res, err := inforce.Wait(ctx, pool, inforce.Want{Knobs: k, Drained: true, Pods: c.want}, c.timeout)
 		if err != nil {
 			return "", c.scenarioFailed(name, t, err)
 		}
 		return fmt.Sprintf("scenario %s in effect on %d/%d gateway pods after %.1f s (%s; no listener draining)",
 			name, res.Pods, c.want, res.Took.Seconds(), k.Short()), nil
-	})
+	}))
 }
 
 // scenarioFailed says which pods lack which field, and what usually causes it.
@@ -132,7 +167,7 @@ func (c *Checks) scenarioFailed(name string, t envoyfilter.Target, err error) er
 // workers and exposes the per-worker listener stats and connection manager stats the lab
 // reads (Istio drops both unless the proxyStatsMatcher annotation took effect).
 func (c *Checks) Gateway() (pulumi.ResourceOption, error) {
-	return c.bind(GatewayCheck, func(ctx context.Context, pool inforce.Pool) (string, error) {
+	return c.bind(GatewayCheck, c.onGateway(func(ctx context.Context, pool inforce.Pool) (string, error) {
 		w := c.cfg.ProxyConcurrency
 		res, err := inforce.Wait(ctx, pool, inforce.Want{Concurrency: w, WorkerStats: true, Pods: c.want}, c.timeout)
 		if err != nil {
@@ -142,6 +177,26 @@ func (c *Checks) Gateway() (pulumi.ResourceOption, error) {
 		}
 		return fmt.Sprintf("gateway: %d/%d pods run %d worker(s) and expose per-worker listener and connection manager stats (after %.1f s)",
 			res.Pods, c.want, w, res.Took.Seconds()), nil
+	}))
+}
+
+// Monitoring is the check bound to a PodMonitor: Prometheus scrapes every pod it selects.
+func (c *Checks) Monitoring(monitor string) (pulumi.ResourceOption, error) {
+	pool := inforce.PodMonitorPool(MonitorNamespace, monitor)
+	return c.bind(MonitoringCheck+monitor, func(ctx context.Context) (string, error) {
+		get, done, err := c.prometheus(ctx)
+		if err != nil {
+			return "", fmt.Errorf("reaching Prometheus: %w (set %s to its URL, or %s false)", err,
+				configkey.Full(configkey.PrometheusURL), configkey.Full(configkey.Verify))
+		}
+		defer done()
+		// Prometheus finds new monitors' targets only after the operator rewrites its config
+		// and it reloads: minutes on a first install, more than a scenario switch takes.
+		up, err := inforce.LiveTargets(ctx, get, []string{pool}, c.timeout+3*time.Minute)
+		if err != nil {
+			return "", fmt.Errorf("monitoring: %w", err)
+		}
+		return fmt.Sprintf("monitoring: Prometheus scrapes %d live target(s) of PodMonitor %s/%s", up[pool], MonitorNamespace, monitor), nil
 	})
 }
 

@@ -7,8 +7,6 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/igwlab/igwlab/infra/envoyfilter"
-	"github.com/igwlab/igwlab/runner/inforce"
 	"github.com/igwlab/igwlab/runner/kube"
 )
 
@@ -40,9 +38,9 @@ func (k kubePods) Admin(ctx context.Context, pod, path string) ([]byte, error) {
 	return k.kc.Get(ctx, k.ns, pod, EnvoyAdminPort, path)
 }
 
-// kubePool opens a client per check (closing its port-forwards after it): from the k3d
-// cluster's kubeconfig when there is one, else the stack's kubeconfig and context.
-func kubePool(cfg Config, kubeconfig pulumi.StringInput) func(context.Context) (inforce.Pool, func(), error) {
+// kubeClients opens a client per check (the check closes its port-forwards after it): from
+// the k3d cluster's kubeconfig when there is one, else the stack's kubeconfig and context.
+func kubeClients(cfg Config, kubeconfig pulumi.StringInput) func(context.Context) (*kube.KubeClient, error) {
 	// The k3d kubeconfig is an output; the checks run after the resources that need the
 	// cluster, so it has resolved by then.
 	text := make(chan string, 1)
@@ -54,8 +52,7 @@ func kubePool(cfg Config, kubeconfig pulumi.StringInput) func(context.Context) (
 	}
 	var mu sync.Mutex
 	var resolved string
-	t := envoyfilter.DefaultTarget
-	return func(ctx context.Context) (inforce.Pool, func(), error) {
+	return func(ctx context.Context) (*kube.KubeClient, error) {
 		var kc *kube.KubeClient
 		var err error
 		if kubeconfig != nil {
@@ -65,7 +62,7 @@ func kubePool(cfg Config, kubeconfig pulumi.StringInput) func(context.Context) (
 				case resolved = <-text:
 				case <-ctx.Done():
 					mu.Unlock()
-					return nil, nil, ctx.Err()
+					return nil, ctx.Err()
 				}
 			}
 			s := resolved
@@ -75,8 +72,29 @@ func kubePool(cfg Config, kubeconfig pulumi.StringInput) func(context.Context) (
 			kc, err = kube.NewKubeClient(cfg.Kubeconfig, cfg.KubeContext)
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("kubeconfig for the checks: %w", err)
+			return nil, fmt.Errorf("kubeconfig for the checks: %w", err)
 		}
-		return kubePods{kc: kc, ns: t.Namespace, sel: selectorText(t.Selector)}, kc.Close, nil
+		return kc, nil
+	}
+}
+
+// PrometheusSelector and PrometheusPort find kube-prometheus-stack's Prometheus pod and its
+// HTTP API.
+const (
+	PrometheusSelector = "app.kubernetes.io/name=prometheus"
+	PrometheusPort     = 9090
+)
+
+// prometheusAt reads Prometheus's HTTP API through a port-forward to its pod.
+func prometheusAt(kc *kube.KubeClient) func(context.Context, string) ([]byte, error) {
+	return func(ctx context.Context, path string) ([]byte, error) {
+		pods, err := kc.Pods(ctx, MonitorNamespace, PrometheusSelector)
+		if err != nil {
+			return nil, err
+		}
+		if len(pods) == 0 {
+			return nil, fmt.Errorf("no ready Prometheus pod (%s in %s)", PrometheusSelector, MonitorNamespace)
+		}
+		return kc.Get(ctx, MonitorNamespace, pods[0].Name, PrometheusPort, path)
 	}
 }

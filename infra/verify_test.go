@@ -26,26 +26,34 @@ func existing(c *Config) {
 	c.Cluster, c.Kubeconfig, c.Images.H2dialPushed = ClusterExisting, "/tmp/kubeconfig", "registry.example.com/igwlab/h2dial:v1"
 }
 
-// TestChecksAreBoundToTheirResources: the scenario's EnvoyFilter carries the in-effect check
-// and the gateway's release the workers-and-stats check, both after create and after update
-// and nothing else; render mode and igwlab:verify false bind none.
+// TestChecksAreBoundToTheirResources: the scenario's EnvoyFilter carries the in-effect check,
+// the gateway's release the workers-and-stats check, each PodMonitor the live-targets check
+// (the waypoint's only in a waypoint scenario, none without kube-prometheus-stack), all after
+// create and after update and nothing else; render mode and igwlab:verify false bind none.
 func TestChecksAreBoundToTheirResources(t *testing.T) {
-	both := []string{
-		"kubernetes:helm.sh/v3:Release istio-ingressgateway: after_create [igwlab-gateway-workers-and-stats] after_update [igwlab-gateway-workers-and-stats] before [] [] [] after_delete []",
-		"kubernetes:networking.istio.io/v1alpha3:EnvoyFilter envoyfilter: after_create [igwlab-scenario-in-effect] after_update [igwlab-scenario-in-effect] before [] [] [] after_delete []",
+	bound := func(typ, name, hook string) string {
+		return fmt.Sprintf("%s %s: after_create [%s] after_update [%s] before [] [] [] after_delete []", typ, name, hook, hook)
 	}
+	const pm = "kubernetes:monitoring.coreos.com/v1:PodMonitor"
+	ef := bound(efType, "envoyfilter", ScenarioCheck)
+	gw := bound("kubernetes:helm.sh/v3:Release", GatewayRelease, GatewayCheck)
+	envoyMon := bound(pm, "pm-igw-envoy", MonitoringCheck+"igw-envoy")
+	waypointMon := bound(pm, "pm-waypoint-envoy", MonitoringCheck+"waypoint-envoy")
+	ztunnelMon := bound(pm, "pm-ztunnel", MonitoringCheck+"ztunnel")
+	both := []string{gw, envoyMon, ztunnelMon, ef}
 	cases := []struct {
 		name string
 		edit func(*Config)
 		want []string
 	}{
 		{"k3d lab", nil, both},
+		{"k3d lab, waypoint scenario", scenario("07-waypoint-trigger"), []string{gw, envoyMon, waypointMon, ztunnelMon, ef}},
 		{"existing cluster", func(c *Config) { existing(c) }, both},
 		{"admins by URL, no Helm", func(c *Config) {
 			existing(c)
 			c.InstallUpstream, c.Monitoring = false, false
 			c.GatewayAdmins = []string{"http://127.0.0.1:15000"}
-		}, both[1:]},
+		}, []string{ef}},
 		{"every scenario, render mode", func(c *Config) {
 			existing(c)
 			c.RenderDir, c.RenderAllScenarios = t.TempDir(), true
@@ -74,6 +82,8 @@ func TestVerifyConfig(t *testing.T) {
 		{map[string]string{"verifyTimeout": "90s"}, "", func(c Config) bool { return c.CheckTimeout().Seconds() == 90 }},
 		{map[string]string{"gatewayAdmins": "http://127.0.0.1:15000, http://127.0.0.1:15001"}, "",
 			func(c Config) bool { return len(c.GatewayAdmins) == 2 }},
+		{map[string]string{"prometheusUrl": "http://127.0.0.1:9090/"}, "", func(c Config) bool { return c.PrometheusURL == "http://127.0.0.1:9090" }},
+		{map[string]string{"prometheusUrl": "prometheus:9090"}, `igwlab:prometheusUrl = "prometheus:9090": allowed one base URL`, nil},
 		{map[string]string{"verify": "yes"}, `igwlab:verify = "yes": allowed true or false`, nil},
 		{map[string]string{"verifyTimeout": "2h"}, `igwlab:verifyTimeout = "2h": allowed a duration from 1s to 30m`, nil},
 		{map[string]string{"gatewayAdmins": "127.0.0.1:15000"}, `igwlab:gatewayAdmins = "127.0.0.1:15000": allowed Envoy admin base URLs`, nil},

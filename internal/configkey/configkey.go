@@ -51,6 +51,9 @@ const (
 	// GatewayAdmins are Envoy admin base URLs the checks read instead of port-forwarding
 	// to the gateway pods through the Kubernetes API.
 	GatewayAdmins = "gatewayAdmins"
+	// PrometheusURL is Prometheus's base URL for the monitoring checks, instead of
+	// port-forwarding to its pod.
+	PrometheusURL = "prometheusUrl"
 )
 
 // All lists every key the program reads, sorted: any other igwlab: key is
@@ -59,7 +62,7 @@ var All = []string{
 	APIPort, BuildImages, Cluster, ClusterName, FortioImage, GatewayAdmins, GatewayAPIVersion,
 	GatewayDrainDuration, GatewayReplicas, GHZImage, GrafanaPassword, GRPCBinImage,
 	H2dialImage, HostPort, HTTPBinImage, InstallUpstream, IstioVersion, JWKS, JWTKey, K3sImage,
-	Knobs, KubeContext, KubePrometheusStackVersion, Kubeconfig, Monitoring, ProxyConcurrency,
+	Knobs, KubeContext, KubePrometheusStackVersion, Kubeconfig, Monitoring, PrometheusURL, ProxyConcurrency,
 	RenderAllScenarios, RenderDir, Scenario, SkipAwait, UpstreamDir, Verify, VerifyTimeout,
 	WaypointReplicas,
 }
