@@ -100,7 +100,7 @@ func TestAPIServerTierHooks(t *testing.T) {
 
 	const name = "igwlab-hooks-test"
 	st, inline := apiServerStack(t, pulumiBin, name, map[string]string{"kubeconfig": cp.Kubeconfig,
-		"installUpstream": "false", "monitoring": "false", "gatewayAdmins": strings.Join(admins, ","), "verifyTimeout": "10s"})
+		"installUpstream": "false", "monitoring": "false", "verify": "true", "gatewayAdmins": strings.Join(admins, ","), "verifyTimeout": "10s"})
 	up := func(scenario string) (string, error) {
 		t.Helper()
 		if err := st.SetConfig(ctx, "igwlab:scenario", scenario, false); err != nil {
