@@ -10,15 +10,11 @@ import (
 	"github.com/igwlab/igwlab/runner/kube"
 )
 
-// EnvoyAdminPort is Envoy's admin port in Istio's proxies: on the pod's localhost only, so it
-// is reached by port-forward.
-const EnvoyAdminPort = 15000
-
 // kubePods are the gateway pods reached through the Kubernetes API, as the cluster target
 // reaches them: the ready pods the EnvoyFilter's selector matches, and a port-forward to each
 // one's admin.
 type kubePods struct {
-	kc      *kube.KubeClient
+	kc      *kube.Client
 	ns, sel string
 }
 
@@ -35,12 +31,12 @@ func (k kubePods) Pods(ctx context.Context) ([]string, error) {
 }
 
 func (k kubePods) Admin(ctx context.Context, pod, path string) ([]byte, error) {
-	return k.kc.Get(ctx, k.ns, pod, EnvoyAdminPort, path)
+	return k.kc.Get(ctx, k.ns, pod, kube.AdminPort, path)
 }
 
 // kubeClients opens a client per check (the check closes its port-forwards after it): from
 // the k3d cluster's kubeconfig when there is one, else the stack's kubeconfig and context.
-func kubeClients(cfg Config, kubeconfig pulumi.StringInput) func(context.Context) (*kube.KubeClient, error) {
+func kubeClients(cfg Config, kubeconfig pulumi.StringInput) func(context.Context) (*kube.Client, error) {
 	// The k3d kubeconfig is an output; the checks run after the resources that need the
 	// cluster, so it has resolved by then.
 	text := make(chan string, 1)
@@ -52,8 +48,8 @@ func kubeClients(cfg Config, kubeconfig pulumi.StringInput) func(context.Context
 	}
 	var mu sync.Mutex
 	var resolved string
-	return func(ctx context.Context) (*kube.KubeClient, error) {
-		var kc *kube.KubeClient
+	return func(ctx context.Context) (*kube.Client, error) {
+		var kc *kube.Client
 		var err error
 		if kubeconfig != nil {
 			mu.Lock()
@@ -67,9 +63,9 @@ func kubeClients(cfg Config, kubeconfig pulumi.StringInput) func(context.Context
 			}
 			s := resolved
 			mu.Unlock()
-			kc, err = kube.NewKubeClientFromKubeconfig(s, "")
+			kc, err = kube.NewClientFromKubeconfig(s, "")
 		} else {
-			kc, err = kube.NewKubeClient(cfg.Kubeconfig, cfg.KubeContext)
+			kc, err = kube.NewClient(cfg.Kubeconfig, cfg.KubeContext)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("kubeconfig for the checks: %w", err)
@@ -86,7 +82,7 @@ const (
 )
 
 // prometheusAt reads Prometheus's HTTP API through a port-forward to its pod.
-func prometheusAt(kc *kube.KubeClient) func(context.Context, string) ([]byte, error) {
+func prometheusAt(kc *kube.Client) func(context.Context, string) ([]byte, error) {
 	return func(ctx context.Context, path string) ([]byte, error) {
 		pods, err := kc.Pods(ctx, MonitorNamespace, PrometheusSelector)
 		if err != nil {

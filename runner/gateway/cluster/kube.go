@@ -1,16 +1,23 @@
 package cluster
 
-import "github.com/igwlab/igwlab/runner/kube"
+import (
+	"context"
 
-// Kube is what the cluster target needs from Kubernetes (see runner/kube).
-type Kube = kube.Kube
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 
-// KubeClient is Kube over client-go.
-type KubeClient = kube.KubeClient
-
-// Constructors and helpers of runner/kube, under the names the cluster target's callers use.
-var (
-	NewKubeClient           = kube.NewKubeClient
-	NewKubeClientFromConfig = kube.NewKubeClientFromConfig
-	ReadyPods               = kube.ReadyPods
+	"github.com/igwlab/igwlab/runner/kube"
 )
+
+// Kube is what the cluster target needs from Kubernetes: its pods, an HTTP GET on a pod's
+// port (Envoy's admin, through a port-forward), a command run in a pod, and a Job's output.
+// kube.Client is it over client-go.
+type Kube interface {
+	Pods(ctx context.Context, namespace, selector string) ([]corev1.Pod, error)
+	Get(ctx context.Context, namespace, pod string, port int, path string) ([]byte, error)
+	Exec(ctx context.Context, namespace, pod, container string, cmd []string) (stdout, stderr []byte, err error)
+	RunJob(ctx context.Context, job *batchv1.Job) ([]byte, error)
+	Close()
+}
+
+var _ Kube = (*kube.Client)(nil)

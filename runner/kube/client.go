@@ -1,10 +1,12 @@
-// Package kube is what the real lab needs from Kubernetes: ready pods, a GET on a pod's port
-// through a port-forward (Envoy's admin is on the pod's localhost), a command in a pod, a
-// Job's output. The cluster target and the lab program's after-update checks share it.
+// Package kube is igwlab's Kubernetes client over client-go: pods by selector, an HTTP GET on
+// a pod's port through a port-forward kept open per pod, a command run in a pod, and a Job's
+// output. The cluster target and diagnose's Kubernetes source both reach gateway pods through
+// it; the local lab's igwlab binary does not link it.
 package kube
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -23,24 +25,17 @@ import (
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
-
-	"github.com/igwlab/igwlab/runner/stats"
 )
 
-// Kube is what the cluster target needs from Kubernetes: its pods, an HTTP GET on a pod's
-// port (Envoy's admin, through a port-forward), a command run in a pod, and a Job's output.
-type Kube interface {
-	Pods(ctx context.Context, namespace, selector string) ([]corev1.Pod, error)
-	Get(ctx context.Context, namespace, pod string, port int, path string) ([]byte, error)
-	Exec(ctx context.Context, namespace, pod, container string, cmd []string) (stdout, stderr []byte, err error)
-	RunJob(ctx context.Context, job *batchv1.Job) ([]byte, error)
-	Close()
-}
-
-// KubeClient is Kube over client-go.
-type KubeClient struct {
+// Client reaches a cluster through client-go.
+type Client struct {
 	CS   kubernetes.Interface
 	Rest *rest.Config
+	// Timeout bounds one GET through a port-forward (DefaultTimeout when zero); the caller's
+	// context bounds it too.
+	Timeout time.Duration
+	// ForwardTimeout bounds opening a port-forward (DefaultForwardTimeout when zero).
+	ForwardTimeout time.Duration
 
 	mu       sync.Mutex
 	forwards map[string]*forward // namespace/pod:port
@@ -51,8 +46,18 @@ type forward struct {
 	local uint16
 }
 
-// NewKubeClient loads a kubeconfig (path, or the default rules when empty) and context.
-func NewKubeClient(kubeconfig, context string) (*KubeClient, error) {
+// AdminPort is Envoy's admin port inside Istio's proxies (localhost only; reached by port-forward).
+const AdminPort = 15000
+
+// The bounds a Client takes when its own are zero.
+const (
+	DefaultTimeout        = 5 * time.Second
+	DefaultForwardTimeout = 15 * time.Second
+)
+
+// Config loads a kubeconfig (path, or the default rules when empty) and context: a context
+// the kubeconfig does not have is an error here, not a fallback to the current one.
+func Config(kubeconfig, context string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if kubeconfig != "" {
 		rules.ExplicitPath = kubeconfig
@@ -62,38 +67,43 @@ func NewKubeClient(kubeconfig, context string) (*KubeClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
-	return NewKubeClientFromConfig(cfg)
+	return cfg, nil
 }
 
-// NewKubeClientFromKubeconfig reads a kubeconfig's text (and a context; "" for its current one).
-func NewKubeClientFromKubeconfig(text, context string) (*KubeClient, error) {
-	cc, err := clientcmd.Load([]byte(text))
+// NewClient loads a kubeconfig (path, or the default rules when empty) and context.
+func NewClient(kubeconfig, context string) (*Client, error) {
+	cfg, err := Config(kubeconfig, context)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, err
 	}
-	cfg, err := clientcmd.NewNonInteractiveClientConfig(*cc, context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	return NewKubeClientFromConfig(cfg)
+	return NewClientFromConfig(cfg)
 }
 
-// NewKubeClientFromConfig uses a REST config.
-func NewKubeClientFromConfig(cfg *rest.Config) (*KubeClient, error) {
+// NewClientFromConfig uses a REST config.
+func NewClientFromConfig(cfg *rest.Config) (*Client, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &KubeClient{CS: cs, Rest: cfg, forwards: map[string]*forward{}}, nil
+	return &Client{CS: cs, Rest: cfg, forwards: map[string]*forward{}}, nil
 }
 
-// Pods lists pods that are running and ready.
-func (k *KubeClient) Pods(ctx context.Context, ns, selector string) ([]corev1.Pod, error) {
+// List lists the pods a selector matches in a namespace, whatever their phase.
+func (k *Client) List(ctx context.Context, ns, selector string) ([]corev1.Pod, error) {
 	list, err := k.CS.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("listing pods %s in %s: %w", selector, ns, err)
 	}
-	return ReadyPods(list.Items), nil
+	return list.Items, nil
+}
+
+// Pods lists pods that are running and ready.
+func (k *Client) Pods(ctx context.Context, ns, selector string) ([]corev1.Pod, error) {
+	pods, err := k.List(ctx, ns, selector)
+	if err != nil {
+		return nil, err
+	}
+	return ReadyPods(pods), nil
 }
 
 // ReadyPods keeps the pods that are running, ready and not being deleted.
@@ -115,12 +125,12 @@ func ReadyPods(pods []corev1.Pod) []corev1.Pod {
 
 // Get performs GET path on a pod's port through a port-forward kept open per pod. A broken
 // forward is dropped and reopened on the next call.
-func (k *KubeClient) Get(ctx context.Context, ns, pod string, port int, path string) ([]byte, error) {
-	local, err := k.forward(ns, pod, port)
+func (k *Client) Get(ctx context.Context, ns, pod string, port int, path string) ([]byte, error) {
+	local, err := k.forward(ctx, ns, pod, port)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, stats.AdminTimeout)
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(k.Timeout, DefaultTimeout))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", local, path), nil)
 	if err != nil {
@@ -143,12 +153,17 @@ func (k *KubeClient) Get(ctx context.Context, ns, pod string, port int, path str
 	return b, nil
 }
 
-func (k *KubeClient) forward(ns, pod string, port int) (uint16, error) {
+// forward opens a port-forward to a pod's port, or returns the one open; opening it is
+// bounded by ForwardTimeout and by ctx.
+func (k *Client) forward(ctx context.Context, ns, pod string, port int) (uint16, error) {
 	key := fmt.Sprintf("%s/%s:%d", ns, pod, port)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if f := k.forwards[key]; f != nil {
 		return f.local, nil
+	}
+	if err := ctx.Err(); err != nil { // its time ran out while another forward was opening
+		return 0, fmt.Errorf("port-forward to %s: %w", key, err)
 	}
 	transport, upgrader, err := spdy.RoundTripperFor(k.Rest)
 	if err != nil {
@@ -168,9 +183,12 @@ func (k *KubeClient) forward(ns, pod string, port int) (uint16, error) {
 	case <-ready:
 	case err := <-errc:
 		return 0, fmt.Errorf("port-forward to %s: %w", key, err)
-	case <-time.After(15 * time.Second):
+	case <-ctx.Done():
 		close(stop)
-		return 0, fmt.Errorf("port-forward to %s: not ready after 15s", key)
+		return 0, fmt.Errorf("port-forward to %s: not open in the time allowed (%w)", key, ctx.Err())
+	case <-time.After(cmp.Or(k.ForwardTimeout, DefaultForwardTimeout)):
+		close(stop)
+		return 0, fmt.Errorf("port-forward to %s: not ready after %s", key, cmp.Or(k.ForwardTimeout, DefaultForwardTimeout))
 	}
 	ports, err := fw.GetPorts()
 	if err != nil || len(ports) == 0 {
@@ -181,7 +199,7 @@ func (k *KubeClient) forward(ns, pod string, port int) (uint16, error) {
 	return ports[0].Local, nil
 }
 
-func (k *KubeClient) drop(ns, pod string, port int) {
+func (k *Client) drop(ns, pod string, port int) {
 	key := fmt.Sprintf("%s/%s:%d", ns, pod, port)
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -192,7 +210,7 @@ func (k *KubeClient) drop(ns, pod string, port int) {
 }
 
 // Exec runs cmd in a pod's container and returns its output.
-func (k *KubeClient) Exec(ctx context.Context, ns, pod, container string, cmd []string) ([]byte, []byte, error) {
+func (k *Client) Exec(ctx context.Context, ns, pod, container string, cmd []string) ([]byte, []byte, error) {
 	req := k.CS.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: container, Command: cmd, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 	exec, err := remotecommand.NewSPDYExecutor(k.Rest, http.MethodPost, req.URL())
@@ -209,7 +227,7 @@ func (k *KubeClient) Exec(ctx context.Context, ns, pod, container string, cmd []
 
 // RunJob creates a Job, waits for it to finish and returns its pod's log. The Job is deleted
 // afterwards, whatever happened.
-func (k *KubeClient) RunJob(ctx context.Context, job *batchv1.Job) ([]byte, error) {
+func (k *Client) RunJob(ctx context.Context, job *batchv1.Job) ([]byte, error) {
 	jobs := k.CS.BatchV1().Jobs(job.Namespace)
 	created, err := jobs.Create(ctx, job, metav1.CreateOptions{})
 	if err != nil {
@@ -241,7 +259,7 @@ func (k *KubeClient) RunJob(ctx context.Context, job *batchv1.Job) ([]byte, erro
 }
 
 // Close stops every port-forward.
-func (k *KubeClient) Close() {
+func (k *Client) Close() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for key, f := range k.forwards {
