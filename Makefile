@@ -49,7 +49,7 @@ test-pulumi: ## the program through the real Pulumi CLI and Automation API in re
 kube-tools: ## kube-apiserver and kube-controller-manager, built once into ~/.cache/igwlab/tools
 	bash hack/kube-tools.sh
 
-test-apiserver: ## the stack against a real kube-apiserver + etcd on loopback (needs etcd: apt-get install etcd-server)
+test-apiserver: ## the stack against a real kube-apiserver + etcd on loopback, its after-update checks on the emulated pool (needs etcd: apt-get install etcd-server)
 	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" IGWLAB_KUBE_BIN="$$(bash hack/kube-tools.sh)" \
 		$(GO) test -count=1 -timeout 30m -run 'TestAPIServerTier' ./runner/cli/
 

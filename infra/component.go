@@ -20,3 +20,11 @@ func child(parent pulumi.Resource, opts []pulumi.ResourceOption, more ...pulumi.
 	out := append([]pulumi.ResourceOption{pulumi.Parent(parent)}, opts...)
 	return append(out, more...)
 }
+
+// optional is o, or an option that does nothing when o is nil (a part switched off).
+func optional(o pulumi.ResourceOption) pulumi.ResourceOption {
+	if o == nil {
+		return pulumi.Composite()
+	}
+	return o
+}

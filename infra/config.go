@@ -21,6 +21,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
 
 	"github.com/igwlab/igwlab/internal/configkey"
+	"github.com/igwlab/igwlab/runner/inforce"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -81,6 +82,19 @@ type Config struct {
 	// SkipAwait applies workloads without waiting for them to become ready (an API server with
 	// no nodes, where pods never run).
 	SkipAwait bool
+
+	// Verify runs the after-update checks (resource hooks, see verify.go): every gateway pod
+	// shows the scenario's knobs and has finished draining, runs the configured workers and
+	// exposes the stats the lab reads. Skipped in render mode and previews.
+	Verify bool
+	// VerifyTimeout bounds each check; 0 is the gateway's drain time plus DrainMargin.
+	VerifyTimeout time.Duration
+	// GatewayAdmins are the gateway pods' Envoy admins at base URLs the program reaches itself
+	// (http://127.0.0.1:15000, ...); empty reaches them by port-forward through the Kubernetes API.
+	GatewayAdmins []string
+	// PrometheusURL is Prometheus's base URL for the monitoring checks; empty reaches its pod
+	// by port-forward.
+	PrometheusURL string
 }
 
 // Images are the pinned container images.
@@ -103,7 +117,7 @@ var Defaults = Config{
 	// Istio's default is 45 s. The runner waits for the drain after every scenario switch, and
 	// between scenarios no load runs, so the old listener has nothing worth 45 s of waiting:
 	// 5 s still lets a straggling request finish, and saves 40 s per switch.
-	GatewayDrainDuration: 5 * time.Second, InstallUpstream: true, BuildImages: true,
+	GatewayDrainDuration: 5 * time.Second, InstallUpstream: true, BuildImages: true, Verify: true,
 	Images: Images{
 		HTTPBin: "ghcr.io/mccutchen/go-httpbin:2.26.0",
 		GRPCBin: "moul/grpcbin@sha256:bd8f2ffdd02d0849fad2d1c754eff4402c867e7a3e0552b8992f4590f5687d20",
@@ -257,6 +271,29 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 		cfg.Knobs = k
 	}
 	boolean(configkey.SkipAwait, &cfg.SkipAwait)
+	boolean(configkey.Verify, &cfg.Verify)
+	if raw := c.Get(configkey.VerifyTimeout); raw != "" {
+		d, err := time.ParseDuration(strings.TrimSpace(raw))
+		if err != nil || d < time.Second || d > 30*time.Minute {
+			errs = append(errs, &ConfigError{configkey.VerifyTimeout, raw, verifyTimeoutAllowed})
+		}
+		cfg.VerifyTimeout = d
+	}
+	if raw := c.Get(configkey.GatewayAdmins); raw != "" {
+		urls, err := inforce.ParseURLs(raw)
+		if err != nil {
+			errs = append(errs, &ConfigError{configkey.GatewayAdmins, raw, "Envoy admin base URLs separated by commas, such as http://127.0.0.1:15000 (" + err.Error() + ")"})
+		}
+		cfg.GatewayAdmins = urls
+	}
+	if raw := c.Get(configkey.PrometheusURL); raw != "" {
+		u, err := inforce.ParseURLs(raw)
+		if err != nil || len(u) != 1 {
+			errs = append(errs, &ConfigError{configkey.PrometheusURL, raw, "one base URL such as http://127.0.0.1:9090"})
+		} else {
+			cfg.PrometheusURL = u[0]
+		}
+	}
 	boolean(configkey.Monitoring, &cfg.Monitoring)
 	str(configkey.KubePrometheusStackVersion, &cfg.KubePrometheusStackVersion)
 	boolean(configkey.InstallUpstream, &cfg.InstallUpstream)

@@ -63,3 +63,18 @@ func (c Config) checkH2dialImage() []error {
 	return []error{&ConfigError{configkey.H2dialImage, "", fmt.Sprintf("%s; %s: build and push it with docker build -t REGISTRY/igwlab/h2dial:TAG -f %s . && docker push REGISTRY/igwlab/h2dial:TAG",
 		h2dialImageAllowed, why, H2dialDockerfile)}}
 }
+
+const verifyTimeoutAllowed = "a duration from 1s to 30m, such as 90s"
+
+// DrainMargin is what the wait after a scenario switch allows beyond the gateway's drain time:
+// the xDS push reaching every pod after the EnvoyFilter is applied, and the polls.
+const DrainMargin = 30 * time.Second
+
+// CheckTimeout bounds each after-update check: igwlab:verifyTimeout, else the drain time plus
+// DrainMargin (Envoy keeps a replaced listener exactly its drain time).
+func (c Config) CheckTimeout() time.Duration {
+	if c.VerifyTimeout > 0 {
+		return c.VerifyTimeout
+	}
+	return c.GatewayDrainDuration + DrainMargin
+}

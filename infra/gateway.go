@@ -22,6 +22,8 @@ type GatewayArgs struct {
 	Upstream      Upstream
 	SkipAwait     bool
 	Istio         *IstioAmbient
+	// Check runs after the release is created or updated (Checks.Gateway; nil: none).
+	Check pulumi.ResourceOption
 }
 
 // IngressGateway is Istio's gateway chart released as istio-ingressgateway, so its pods carry
@@ -99,7 +101,7 @@ func NewIngressGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts
 			Name: pulumi.String(GatewayRelease), Chart: src, Version: pulumi.String(args.Version),
 			Namespace:      c.Namespace.Metadata.Name().Elem(),
 			RepositoryOpts: repo, Values: values, Timeout: pulumi.Int(600), SkipAwait: releaseAwait(args.SkipAwait),
-		}, child(c, opts, dependsOn(args.Istio.Istiod, args.Istio.Ztunnel, c.Namespace))...)
+		}, child(c, opts, dependsOn(args.Istio.Istiod, args.Istio.Ztunnel, c.Namespace), optional(args.Check))...)
 		if err != nil {
 			return nil, err
 		}

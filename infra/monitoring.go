@@ -16,6 +16,10 @@ type MonitoringArgs struct {
 	Install         bool
 	Upstream        Upstream
 	GrafanaPassword pulumi.StringOutput // a secret
+	// Checks bind the live-targets check to each PodMonitor when the chart is installed (nil:
+	// off); the waypoint's only when the scenario has one (Waypoint), since it has no pods else.
+	Checks   *Checks
+	Waypoint bool
 }
 
 // Monitoring is kube-prometheus-stack trimmed for the lab, PodMonitors for the gateway, the
@@ -94,11 +98,15 @@ func NewMonitoring(ctx *pulumi.Context, name string, args *MonitoringArgs, opts 
 	for _, m := range monitors {
 		// The monitors live with Prometheus and select pods in the namespaces they watch, so none
 		// depends on a namespace another component owns (istio-system comes with Istio's charts).
+		check, err := monitorCheck(args, m.name)
+		if err != nil {
+			return nil, err
+		}
 		pm, err := customResource(ctx, m.name, "monitoring.coreos.com/v1", "PodMonitor", MonitorNamespace, map[string]any{
 			"selector":            map[string]any{"matchLabels": m.selector},
 			"namespaceSelector":   map[string]any{"matchNames": []any{m.ns}},
 			"podMetricsEndpoints": []any{map[string]any{"port": m.port, "path": m.path, "interval": "5s"}},
-		}, child(c, opts, dependsOn(c.Stack, c.Namespace)))
+		}, child(c, opts, dependsOn(c.Stack, c.Namespace), check))
 		if err != nil {
 			return nil, err
 		}
@@ -118,4 +126,13 @@ func NewMonitoring(ctx *pulumi.Context, name string, args *MonitoringArgs, opts 
 	}
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"namespace": pulumi.String(MonitorNamespace),
 		"dashboard": pulumi.String(dashboard.UID)})
+}
+
+// monitorCheck is the check of one PodMonitor, or no option when there is nothing to check.
+func monitorCheck(args *MonitoringArgs, monitor string) (pulumi.ResourceOption, error) {
+	if !args.Install || (monitor == "waypoint-envoy" && !args.Waypoint) {
+		return pulumi.Composite(), nil
+	}
+	check, err := args.Checks.Monitoring(monitor)
+	return optional(check), err
 }

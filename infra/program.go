@@ -72,6 +72,15 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 			provArgs.Context = pulumi.StringPtr(cfg.KubeContext)
 		}
 	}
+	var kubeconfig pulumi.StringInput
+	if lab.Cluster != nil {
+		kubeconfig = lab.Cluster.Kubeconfig
+	}
+	checks := NewChecks(ctx, cfg, kubeconfig)
+	gatewayCheck, err := checks.Gateway()
+	if err != nil {
+		return nil, err
+	}
 	prov, err := kubernetes.NewProvider(ctx, "k8s", provArgs, pulumi.DependsOn(provDeps))
 	if err != nil {
 		return nil, err
@@ -85,7 +94,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	}
 	if lab.Gateway, err = NewIngressGateway(ctx, "gateway", &GatewayArgs{Version: cfg.IstioVersion,
 		Replicas: cfg.GatewayReplicas, Concurrency: cfg.ProxyConcurrency, DrainDuration: cfg.GatewayDrainDuration,
-		Install: cfg.InstallUpstream, Upstream: cfg.Upstream, SkipAwait: cfg.SkipAwait, Istio: lab.Istio}, opts...); err != nil {
+		Install: cfg.InstallUpstream, Upstream: cfg.Upstream, SkipAwait: cfg.SkipAwait, Istio: lab.Istio, Check: gatewayCheck}, opts...); err != nil {
 		return nil, err
 	}
 	if lab.Backend, err = NewBackend(ctx, "backend", &BackendArgs{Images: cfg.Images, Waypoint: sc.Waypoint, SkipAwait: cfg.SkipAwait,
@@ -103,7 +112,8 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	}
 	if cfg.Monitoring {
 		if lab.Monitoring, err = NewMonitoring(ctx, "monitoring", &MonitoringArgs{ChartVersion: cfg.KubePrometheusStackVersion,
-			Install: cfg.InstallUpstream, Upstream: cfg.Upstream, GrafanaPassword: cfg.GrafanaPassword}, opts...); err != nil {
+			Install: cfg.InstallUpstream, Upstream: cfg.Upstream, GrafanaPassword: cfg.GrafanaPassword,
+			Checks: checks, Waypoint: sc.Waypoint}, opts...); err != nil {
 			return nil, err
 		}
 	}
@@ -119,7 +129,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	}
 	if lab.Scenario, err = NewScenario(ctx, "scenario", &ScenarioArgs{Names: scenarios, Catalog: cat,
 		JWKS: cfg.JWKS, Istio: lab.Istio, Gateway: lab.Gateway, SideBySide: cfg.RenderAllScenarios,
-		Overrides: cfg.Knobs}, opts...); err != nil {
+		Overrides: cfg.Knobs, Checks: checks}, opts...); err != nil {
 		return nil, err
 	}
 

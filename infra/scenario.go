@@ -2,6 +2,7 @@ package infra
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
@@ -23,6 +24,8 @@ type ScenarioArgs struct {
 	SideBySide bool
 	// Overrides replace knobs of the selected scenario (igwlab:knobs).
 	Overrides stacks.Knobs
+	// Checks bind the in-effect check to the filter (nil: off; never side by side).
+	Checks *Checks
 }
 
 // Scenario is the selected scenario's EnvoyFilter on the gateway (and scenario 11's
@@ -59,7 +62,15 @@ func NewScenario(ctx *pulumi.Context, name string, args *ScenarioArgs, opts ...p
 		if err := envoyfilter.Validate(obj["spec"].(map[string]any)); err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
-		ef, err := object(ctx, resName, obj, deps)
+		efOpts := deps
+		if !args.SideBySide {
+			check, err := args.Checks.Scenario(sc.Name, sc.Knobs, envoyfilter.DefaultTarget)
+			if err != nil {
+				return nil, err
+			}
+			efOpts = append(slices.Clip(deps), optional(check))
+		}
+		ef, err := object(ctx, resName, obj, efOpts)
 		if err != nil {
 			return nil, err
 		}

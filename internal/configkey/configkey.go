@@ -44,16 +44,27 @@ const (
 	SkipAwait                  = "skipAwait"
 	UpstreamDir                = "upstreamDir"
 	WaypointReplicas           = "waypointReplicas"
+	// Verify runs the program's after-update checks (on unless "false").
+	Verify = "verify"
+	// VerifyTimeout bounds each check (default: the gateway's drain time plus a margin).
+	VerifyTimeout = "verifyTimeout"
+	// GatewayAdmins are Envoy admin base URLs the checks read instead of port-forwarding
+	// to the gateway pods through the Kubernetes API.
+	GatewayAdmins = "gatewayAdmins"
+	// PrometheusURL is Prometheus's base URL for the monitoring checks, instead of
+	// port-forwarding to its pod.
+	PrometheusURL = "prometheusUrl"
 )
 
 // All lists every key the program reads, sorted: any other igwlab: key is
 // refused, so that a misspelt one is not ignored.
 var All = []string{
-	APIPort, BuildImages, Cluster, ClusterName, FortioImage, GatewayAPIVersion,
+	APIPort, BuildImages, Cluster, ClusterName, FortioImage, GatewayAdmins, GatewayAPIVersion,
 	GatewayDrainDuration, GatewayReplicas, GHZImage, GrafanaPassword, GRPCBinImage,
 	H2dialImage, HostPort, HTTPBinImage, InstallUpstream, IstioVersion, JWKS, JWTKey, K3sImage,
-	Knobs, KubeContext, KubePrometheusStackVersion, Kubeconfig, Monitoring, ProxyConcurrency,
-	RenderAllScenarios, RenderDir, Scenario, SkipAwait, UpstreamDir, WaypointReplicas,
+	Knobs, KubeContext, KubePrometheusStackVersion, Kubeconfig, Monitoring, PrometheusURL, ProxyConcurrency,
+	RenderAllScenarios, RenderDir, Scenario, SkipAwait, UpstreamDir, Verify, VerifyTimeout,
+	WaypointReplicas,
 }
 
 // Full is a key with the project's namespace, as `pulumi config` and Pulumi.<stack>.yaml spell it.

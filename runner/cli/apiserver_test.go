@@ -48,7 +48,8 @@ func apiServerTools(t *testing.T) (kubeBin, pulumiBin string) {
 }
 
 // apiServerStack opens an inline stack on a local file backend, configured for an existing
-// cluster without nodes (workloads not awaited) on scenario 02-trigger, plus conf; it returns
+// cluster without nodes (workloads not awaited, no after-update checks) on scenario
+// 02-trigger, plus conf; it returns
 // the stack and its workspace folder (for igwlab commands' --inline-dir).
 func apiServerStack(t *testing.T, pulumiBin, name string, conf map[string]string) (pulumistack.Stack, string) {
 	t.Helper()
@@ -68,7 +69,10 @@ func apiServerStack(t *testing.T, pulumiBin, name string, conf map[string]string
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := map[string]string{"cluster": "existing", "buildImages": "false", "skipAwait": "true", "scenario": "02-trigger"}
+	// No pod ever runs without nodes, so the program's after-update checks are off unless conf
+	// turns them on (TestAPIServerTierHooks, with emulated pods standing in).
+	all := map[string]string{"cluster": "existing", "buildImages": "false", "skipAwait": "true", "scenario": "02-trigger",
+		"verify": "false"}
 	for k, v := range conf {
 		all[k] = v
 	}

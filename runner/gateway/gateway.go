@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/igwlab/igwlab/runner/load"
+	"github.com/igwlab/igwlab/runner/stats"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -66,7 +67,7 @@ type Target interface {
 }
 
 // AdminTimeout bounds one admin request.
-const AdminTimeout = 5 * time.Second
+const AdminTimeout = stats.AdminTimeout
 
 // Disruption is something that happened to the pool on its own account, not the scenario's:
 // a pod killed or restarted, a worker stuck.

@@ -92,3 +92,25 @@ func lookupPath(root map[string]any, path string) (any, bool) {
 	}
 	return cur, true
 }
+
+// MissingKnobs reports the knobs of k that a pod's /config_dump does not show (yet) on the
+// gateway listener whose connection manager has the stat prefix (see GatewayListener), each
+// as "path=want (dump: got)", with <nil> for a field the dump does not have at all.
+func MissingKnobs(dump []byte, k stacks.Knobs, prefix string) ([]string, error) {
+	dumped, err := KnobsInForce(dump, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, kv := range k.Set() {
+		spec, _ := stacks.Lookup(kv.Path)
+		if got, set := spec.Get(&dumped); !set || got != kv.Value {
+			shown := "<nil>"
+			if set {
+				shown = got
+			}
+			missing = append(missing, fmt.Sprintf("%s=%s (dump: %s)", kv.Path, kv.Value, shown))
+		}
+	}
+	return missing, nil
+}

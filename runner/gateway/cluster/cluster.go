@@ -2,10 +2,8 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 	"time"
 
@@ -17,9 +15,11 @@ import (
 	"github.com/igwlab/igwlab/internal/configkey"
 	"github.com/igwlab/igwlab/internal/jwt"
 	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/inforce"
 	"github.com/igwlab/igwlab/runner/kube"
 	"github.com/igwlab/igwlab/runner/load"
 	"github.com/igwlab/igwlab/runner/pulumistack"
+	"github.com/igwlab/igwlab/runner/stats"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -54,7 +54,7 @@ type ClusterOptions struct {
 
 // DrainMargin is what the wait for drained listeners allows beyond the gateway's drain time:
 // the xDS push reaching every pod after pulumi up returns, and the one-second polls.
-const DrainMargin = 30 * time.Second
+const DrainMargin = infra.DrainMargin
 
 // DrainTimeout is how long to wait, after a scenario switch on a lab stack, for the listeners
 // it replaced to drain: the stack's igwlab:gatewayDrainDuration (the program's default when
@@ -104,22 +104,19 @@ func (c *Cluster) Info(ctx context.Context) (gateway.Info, error) {
 	if err != nil {
 		return gateway.Info{}, err
 	}
-	var si struct {
-		Options struct {
-			Concurrency int `json:"concurrency"`
-		} `json:"command_line_options"`
-		Version string `json:"version"`
-	}
-	if err := json.Unmarshal(raw, &si); err != nil {
-		return gateway.Info{}, fmt.Errorf("server_info of %s: %w", pods[0].Name, err)
+	si, err := stats.ParseServerInfo(raw)
+	if err != nil {
+		return gateway.Info{}, fmt.Errorf("%s: %w", pods[0].Name, err)
 	}
 	wp, _ := c.Pods(ctx, gateway.Waypoint)
-	return gateway.Info{Name: c.o.Name, Pods: len(pods), Concurrency: si.Options.Concurrency, Waypoints: len(wp),
+	return gateway.Info{Name: c.o.Name, Pods: len(pods), Concurrency: si.Concurrency, Waypoints: len(wp),
 		Endpoint: ServiceAddr, Details: map[string]any{"envoy": si.Version}}, nil
 }
 
-// Apply implements gateway.Target: set the stack's scenario, `pulumi up`, then wait until the listeners
-// the change replaced have drained, so the redial they cause is not credited to the knob.
+// Apply implements gateway.Target: set the stack's scenario and `pulumi up`, which with the
+// stack's checks on (igwlab:verify) returns only once the listeners the change replaced have
+// drained, so the redial they cause is not credited to the knob; with them off, Apply waits
+// for that itself.
 func (c *Cluster) Apply(ctx context.Context, sc stacks.Scenario) error {
 	if c.o.Stack == nil {
 		return fmt.Errorf("the %s target needs a Pulumi stack to switch scenarios", c.o.Name)
@@ -129,6 +126,13 @@ func (c *Cluster) Apply(ctx context.Context, sc stacks.Scenario) error {
 			return upInterrupted(c.o.Stack, sc.Name, err, c.o.Progress)
 		}
 		return err
+	}
+	if v, _, err := c.o.Stack.GetConfig(ctx, configkey.Full(configkey.Verify)); err != nil {
+		return err
+	} else if v != "false" {
+		// pulumi up ran the program's scenario check (infra.Checks.Scenario, the same
+		// inforce.Wait): it returned once every pod showed the knobs and nothing was draining.
+		return nil
 	}
 	return c.waitDrained(ctx)
 }
@@ -168,56 +172,13 @@ func (c *Cluster) switchStack(ctx context.Context, sc stacks.Scenario) error {
 	return nil
 }
 
-// drainingFilter selects the two gauges of draining on an Envoy admin's /stats: an EnvoyFilter
-// that changes only the connection manager updates the filter chain in place and drains the
-// old chain (total_filter_chains_draining); one that changes the listener itself replaces it
-// (total_listeners_draining).
-const drainingFilter = `^listener_manager\.total_(listeners|filter_chains)_draining$`
-
-// waitDrained polls the draining gauges on every gateway pod until both are 0.
+// waitDrained waits until no gateway pod has a listener or filter chain draining.
 func (c *Cluster) waitDrained(ctx context.Context) error {
-	deadline := time.Now().Add(c.o.DrainTimeout)
-	for {
-		pods, err := c.Pods(ctx, gateway.Gateway)
-		if err != nil {
-			return err
-		}
-		draining := 0
-		for _, p := range pods {
-			raw, err := c.Admin(ctx, p, "/stats?filter="+url.QueryEscape(drainingFilter))
-			if err != nil {
-				return err
-			}
-			draining += drainingListeners(string(raw))
-		}
-		if draining == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d listener(s) or filter chain(s) still draining after %s (the gateway's drain time, igwlab:gatewayDrainDuration, plus %s)",
-				draining, c.o.DrainTimeout, DrainMargin)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
+	_, err := inforce.Wait(ctx, gateway.AdminPool{Target: c, Role: gateway.Gateway}, inforce.Want{Drained: true}, c.o.DrainTimeout)
+	if err != nil {
+		return fmt.Errorf("waiting for the listeners the switch replaced to drain (the gateway's drain time, igwlab:gatewayDrainDuration, plus %s): %w", DrainMargin, err)
 	}
-}
-
-// drainingListeners sums the draining gauges in an admin /stats text.
-func drainingListeners(stats string) int {
-	n := 0
-	for _, line := range strings.Split(stats, "\n") {
-		name, v, ok := strings.Cut(strings.TrimSpace(line), ": ")
-		if !ok || (name != "listener_manager.total_listeners_draining" && name != "listener_manager.total_filter_chains_draining") {
-			continue
-		}
-		var x int
-		fmt.Sscan(v, &x)
-		n += x
-	}
-	return n
+	return nil
 }
 
 func (c *Cluster) ensureJWTKey(ctx context.Context) error {

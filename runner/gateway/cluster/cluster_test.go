@@ -14,7 +14,7 @@ import (
 
 func TestClusterTargetInfoPodsAndApply(t *testing.T) {
 	k := gatewaytest.NewKube(6, 2)
-	st := &gatewaytest.Stack{KubeRef: k, Config: map[string]string{"igwlab:knobs": `{"hcm.drain_timeout":"1s"}`}}
+	st := &gatewaytest.Stack{KubeRef: k, Config: map[string]string{"igwlab:knobs": `{"hcm.drain_timeout":"1s"}`, "igwlab:verify": "false"}}
 	c := cluster.NewCluster(cluster.ClusterOptions{Name: "k3d", Kube: k, Stack: st, DrainTimeout: 10 * time.Second})
 	ctx := context.Background()
 	info, err := c.Info(ctx)
@@ -38,6 +38,19 @@ func TestClusterTargetInfoPodsAndApply(t *testing.T) {
 	for _, e := range k.EnvoyByPod {
 		if e.Draining != 0 {
 			t.Fatal("Apply returned before the old listeners drained")
+		}
+	}
+
+	// With the stack's checks on, pulumi up itself waits for the drain (the program's
+	// scenario check); this fake stack runs no program, so its pods are left draining.
+	delete(st.Config, "igwlab:verify")
+	sc, _ = cat.Get("03-mcs-cap")
+	if err := c.Apply(ctx, sc.Lab()); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range k.EnvoyByPod {
+		if e.Draining == 0 {
+			t.Fatal("Apply waited itself although the stack's own check does")
 		}
 	}
 }

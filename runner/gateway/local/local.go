@@ -6,7 +6,6 @@ package local
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/igwlab/igwlab/runner/emulator"
 	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/load"
+	"github.com/igwlab/igwlab/runner/stats"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -111,23 +111,9 @@ func (l *Local) Admin(ctx context.Context, pod gateway.Pod, path string) ([]byte
 	if pod.Role == gateway.Ztunnel && strings.HasPrefix(path, "/stats/prometheus") {
 		path = "/metrics" // ztunnel's metrics endpoint
 	}
-	ctx, cancel := context.WithTimeout(ctx, gateway.AdminTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pod.Admin+path, nil)
+	b, err := stats.GetAdmin(ctx, l.client, pod.Admin, path)
 	if err != nil {
-		return nil, err
-	}
-	resp, err := l.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("pod %s admin %s: %w", pod.Name, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("pod %s admin %s: %w", pod.Name, path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("pod %s admin %s: HTTP %d", pod.Name, path, resp.StatusCode)
+		return nil, fmt.Errorf("pod %s: %w", pod.Name, err)
 	}
 	return b, nil
 }

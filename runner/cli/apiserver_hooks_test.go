@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/igwlab/igwlab/infra"
+	"github.com/igwlab/igwlab/infra/envoyfilter"
+	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/runner/gateway/kubetest"
+)
+
+// istiodStandIn does istiod's part for the emulated pool: each EnvoyFilter version that
+// reaches the API server is turned into the pool's knobs, as istiod would push it to the
+// gateway pods. With push off it applies nothing: an EnvoyFilter that matched no listener.
+type istiodStandIn struct {
+	pool    *emulator.Pool
+	push    atomic.Bool
+	mu      sync.Mutex
+	version string
+	err     error
+}
+
+func (s *istiodStandIn) run(ctx context.Context, dyn dynamic.Interface) {
+	for ctx.Err() == nil {
+		obj, err := dyn.Resource(efGVR).Namespace(envoyfilter.DefaultTarget.Namespace).Get(ctx, envoyfilter.DefaultName, metav1.GetOptions{})
+		if err == nil && s.push.Load() && obj.GetResourceVersion() != s.seen() {
+			// Through JSON, the way an xDS push carries numbers.
+			raw, _ := json.Marshal(obj.Object["spec"])
+			var spec map[string]any
+			_ = json.Unmarshal(raw, &spec)
+			k, _, err := envoyfilter.Knobs(spec)
+			s.mu.Lock()
+			if err != nil {
+				s.err = err
+			} else {
+				s.pool.Apply(emulator.Setup{Knobs: k})
+				s.version = obj.GetResourceVersion()
+			}
+			s.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (s *istiodStandIn) seen() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version
+}
+
+// verifyLine is the check's line in pulumi up's output.
+var verifyLine = regexp.MustCompile(`verify: [^\n]*`)
+
+// TestAPIServerTierHooks runs the program's after-update checks (Pulumi resource hooks)
+// through the Pulumi CLI against a real kube-apiserver, with the local emulator's pods standing
+// in for the gateway pods: a scenario switch passes its check and says so; when the
+// EnvoyFilter reaches no pod, pulumi up fails naming the field and the pods, and the stack
+// keeps the new EnvoyFilter; igwlab:verify false turns the check off.
+func TestAPIServerTierHooks(t *testing.T) {
+	kubeBin, pulumiBin := apiServerTools(t)
+	cp := kubetest.Start(t, kubeBin)
+	cp.ApplyCRDs(t,
+		filepath.Join(kubetest.ModuleDir(t, "istio.io/api@v1.27.3"), "kubernetes", "customresourcedefinitions.gen.yaml"),
+		filepath.Join(kubetest.ModuleDir(t, "sigs.k8s.io/gateway-api@v1.3.0"), "config", "crd", "standard", "gateway.networking.k8s.io_gateways.yaml"))
+	pool, err := emulator.Start(emulator.Config{Pods: 2, Workers: 1, ListenerDrainTime: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	var admins, pods []string
+	for _, p := range pool.Pods() {
+		admins = append(admins, p.AdminURL())
+		pods = append(pods, strings.TrimPrefix(p.AdminURL(), "http://"))
+	}
+	dyn, err := dynamic.NewForConfig(cp.Rest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	istiod := &istiodStandIn{pool: pool}
+	istiod.push.Store(true)
+	go istiod.run(ctx, dyn)
+
+	const name = "igwlab-hooks-test"
+	st, inline := apiServerStack(t, pulumiBin, name, map[string]string{"kubeconfig": cp.Kubeconfig,
+		"installUpstream": "false", "monitoring": "false", "verify": "true", "gatewayAdmins": strings.Join(admins, ","), "verifyTimeout": "10s"})
+	up := func(scenario string) (string, error) {
+		t.Helper()
+		if err := st.SetConfig(ctx, "igwlab:scenario", scenario, false); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		_, err := st.Up(ctx, &out)
+		for _, l := range verifyLine.FindAllString(out.String(), -1) {
+			t.Logf("%s: %s", scenario, l)
+		}
+		return out.String(), err
+	}
+	for _, sc := range []string{"02-trigger", "04-mrpc"} {
+		out, err := up(sc)
+		if err != nil {
+			t.Fatalf("up %s: %v\n%s", sc, err, out)
+		}
+		if !regexp.MustCompile(`verify: scenario ` + sc + ` in effect on 2/2 gateway pods after \d+\.\d s`).MatchString(out) {
+			t.Errorf("up %s does not say the scenario is in effect:\n%s", sc, out)
+		}
+	}
+
+	// The filter reaches the API server and no pod: the check fails the update.
+	istiod.push.Store(false)
+	out, err := up("03-mcs-cap")
+	if err == nil {
+		t.Fatalf("up 03-mcs-cap passed with nothing pushed to the pods:\n%s", out)
+	}
+	msg := err.Error() + out
+	t.Logf("03-mcs-cap, nothing pushed:\n%s", out[strings.Index(out, "Diagnostics:"):])
+	for _, want := range append([]string{infra.ScenarioCheck, "scenario 03-mcs-cap is not in effect",
+		"hcm.http2_protocol_options.max_concurrent_streams", "portNumber (80)", "workloadSelector (istio=ingressgateway)"}, pods...) {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the failure does not say %q:\n%s", want, msg)
+		}
+	}
+	if got := stateStreams(t, inline, name); got != 128 {
+		t.Errorf("the stack's state records max_concurrent_streams %v, want the new filter's 128", got)
+	}
+
+	if err := st.SetConfig(ctx, "igwlab:verify", "false", false); err != nil {
+		t.Fatal(err)
+	}
+	out, err = up("05-windows")
+	if err != nil || !strings.Contains(out, "verify: off (igwlab:verify is false)") {
+		t.Errorf("with verify off: %v\n%s", err, out)
+	}
+	if err := st.Destroy(ctx, nil); err != nil {
+		t.Fatalf("destroy: %v", err)
+	}
+	istiod.mu.Lock()
+	defer istiod.mu.Unlock()
+	if istiod.err != nil {
+		t.Errorf("the stand-in could not read a filter: %v", istiod.err)
+	}
+}
+
+// stateStreams reads, from the stack's exported state, the EnvoyFilter's max_concurrent_streams.
+func stateStreams(t *testing.T, dir, stack string) float64 {
+	t.Helper()
+	cmd := exec.Command("pulumi", "stack", "export", "--stack", stack)
+	cmd.Dir = dir
+	raw, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pulumi stack export: %v", err)
+	}
+	var state struct {
+		Deployment struct {
+			Resources []struct {
+				Type    string         `json:"type"`
+				Outputs map[string]any `json:"outputs"`
+			} `json:"resources"`
+		} `json:"deployment"`
+	}
+	if err := json.Unmarshal(raw, &state); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range state.Deployment.Resources {
+		if r.Type != "kubernetes:networking.istio.io/v1alpha3:EnvoyFilter" {
+			continue
+		}
+		spec, _ := r.Outputs["spec"].(map[string]any)
+		patches, _ := spec["configPatches"].([]any)
+		for _, p := range patches {
+			v := dig(p, "patch", "value", "typed_config", "http2_protocol_options", "max_concurrent_streams")
+			if f, ok := v.(float64); ok {
+				return f
+			}
+		}
+	}
+	return 0
+}
+
+func dig(v any, path ...string) any {
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
