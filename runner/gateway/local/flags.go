@@ -23,10 +23,17 @@ type PoolFlags struct {
 	balance, codec                                   string
 	seed                                             uint64
 	tls                                              bool
+	rtt, clientRTT, upstreamRTT                      time.Duration
+	fs                                               *pflag.FlagSet
 }
+
+// MaxRTT bounds --rtt and its per-tier flags: a round trip longer than a second is no
+// network a gateway pool sits on, and would only stretch every scenario.
+const MaxRTT = time.Second
 
 // Register adds the flags to fs.
 func (p *PoolFlags) Register(fs *pflag.FlagSet) {
+	p.fs = fs
 	d := emulator.DefaultModel
 	fs.IntVar(&p.pods, "pods", 6, "gateway pods (1..64)")
 	fs.IntVar(&p.concurrency, "concurrency", 1, "Envoy workers per gateway pod (1..64)")
@@ -39,6 +46,9 @@ func (p *PoolFlags) Register(fs *pflag.FlagSet) {
 	fs.Uint64Var(&p.seed, "seed", 0, "seed for pod placement (0 = random each run)")
 	fs.DurationVar(&p.drainTime, "drain-time", LocalDrainTime, "how long a replaced listener's connections may drain before they are closed (Envoy's --drain-time-s; Istio's default is 45s)")
 	fs.StringVar(&p.codec, "http2-codec", emulator.CodecOghttp2, "Envoy's downstream HTTP/2 library: oghttp2 (Envoy 1.35's default) or nghttp2")
+	fs.DurationVar(&p.rtt, "rtt", 0, "round-trip time on both tiers, clients-gateway and gateway-upstream: every byte is delayed half of it each way (0..1s; 0: loopback's)")
+	fs.DurationVar(&p.clientRTT, "client-rtt", 0, "round-trip time between the clients and the gateway pods only, overriding --rtt for that tier (0..1s)")
+	fs.DurationVar(&p.upstreamRTT, "upstream-rtt", 0, "round-trip time between the gateway pods and their upstreams only, overriding --rtt for that tier (0..1s)")
 	fs.BoolVar(&p.tls, "tls", false, "terminate TLS on the gateway (listener 0.0.0.0_443): every new connection costs its worker a handshake")
 }
 
@@ -70,6 +80,19 @@ func (p *PoolFlags) Config() (emulator.Config, error) {
 	}
 	if p.drainTime <= 0 || p.drainTime > time.Hour {
 		return c, fmt.Errorf("--drain-time %s: allowed (0, 1h]", p.drainTime)
+	}
+	c.ClientRTT, c.UpstreamRTT = p.rtt, p.rtt
+	for _, f := range []struct {
+		flag string
+		v    time.Duration
+		tier *time.Duration
+	}{{"rtt", p.rtt, nil}, {"client-rtt", p.clientRTT, &c.ClientRTT}, {"upstream-rtt", p.upstreamRTT, &c.UpstreamRTT}} {
+		if f.v < 0 || f.v > MaxRTT {
+			return c, fmt.Errorf("--%s %s: allowed 0..%s", f.flag, f.v, MaxRTT)
+		}
+		if f.tier != nil && p.fs != nil && p.fs.Changed(f.flag) {
+			*f.tier = f.v
+		}
 	}
 	if p.codec != emulator.CodecOghttp2 && p.codec != emulator.CodecNghttp2 {
 		return c, fmt.Errorf("--http2-codec %q: allowed %s (Envoy 1.35's default), %s", p.codec, emulator.CodecOghttp2, emulator.CodecNghttp2)

@@ -69,12 +69,31 @@ func (l *Local) Info(context.Context) (gateway.Info, error) {
 			"access_log_entry_cost_us": al.Microseconds(), "tls": c.TLS,
 			"tls_handshake_cost_us": l.Pool.TLSHandshakeCost().Microseconds(),
 			"http2_codec":           c.Codec, "listener_drain_s": c.ListenerDrainTime.Seconds(),
-		}, Departures: []stacks.Departure{{
-			Field: "gateway listener drain time (Envoy --drain-time-s)",
-			Lab:   "the lab's igwlab:gatewayDrainDuration, the gateway pods' drainDuration (Istio's own default is 45s)",
-			Local: c.ListenerDrainTime.String(),
-		}}}, nil
+		}, Departures: departures(c), ClientRTTMs: ms(c.ClientRTT), UpstreamRTTMs: ms(c.UpstreamRTT)}, nil
 }
+
+// departures are where the pool itself runs every scenario differently from the lab: its
+// short listener drain, and a round-trip time when one is set.
+func departures(c emulator.Config) []stacks.Departure {
+	out := []stacks.Departure{{
+		Field: "gateway listener drain time (Envoy --drain-time-s)",
+		Lab:   "the lab's igwlab:gatewayDrainDuration, the gateway pods' drainDuration (Istio's own default is 45s)",
+		Local: c.ListenerDrainTime.String(),
+	}}
+	for _, t := range []struct {
+		tier, flag string
+		rtt        time.Duration
+	}{{"clients to gateway", "--client-rtt", c.ClientRTT}, {"gateway to upstreams", "--upstream-rtt", c.UpstreamRTT}} {
+		if t.rtt > 0 {
+			out = append(out, stacks.Departure{Field: "round-trip time, " + t.tier,
+				Lab:   "the cluster network's own (well under a millisecond inside one k3d node)",
+				Local: fmt.Sprintf("%s (--rtt or %s: every byte delayed %s each way)", t.rtt, t.flag, t.rtt/2)})
+		}
+	}
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // Apply implements gateway.Target: the knobs reach every pod at once, as a new listener config does,
 // and like the cluster target it returns once the replaced listeners have drained, so that
