@@ -326,6 +326,9 @@ func writeScenarioFile(path string, lab *stacks.Scenario, run stacks.Scenario, d
 	if why != "" {
 		doc["local_departures_why"] = why
 	}
+	if info.EnvoyDefaults != "" {
+		doc["envoy_defaults"] = info.EnvoyDefaults
+	}
 	if len(deps) > 0 {
 		doc["local_departures"] = deps
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/igwlab/igwlab/stacks"
 )
 
 func parsePool(t *testing.T, args ...string) (*PoolFlags, error) {
@@ -97,5 +99,57 @@ func TestDefaultPoolHasNoRTT(t *testing.T) {
 	withRTT := departures(c)
 	if len(withRTT) != 2 || !strings.Contains(withRTT[1].Local, "20ms") || !strings.Contains(withRTT[1].Local, "10ms each way") {
 		t.Errorf("with --client-rtt 20ms: departures %+v", withRTT)
+	}
+}
+
+func TestEnvoyDefaultsFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "" for no error
+	}{
+		{nil, ""}, {[]string{"--envoy-defaults", "1.36"}, ""},
+		{[]string{"--envoy-defaults", "1.37"}, `--envoy-defaults "1.37": allowed 1.35 (Istio 1.27), 1.36 (Istio 1.28)`},
+		{[]string{"--envoy-defaults", "1.36.2"}, `--envoy-defaults "1.36.2": allowed`},
+		{[]string{"--envoy-defaults", ""}, `--envoy-defaults "": allowed`},
+	} {
+		p, err := parsePool(t, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Config()
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// Under Envoy 1.36's defaults the local target runs, records and shows them: the knobs a
+// scenario leaves unset take 1.36's values, the ones it sets keep theirs.
+func TestEnvoy136DefaultsResolveAndShow(t *testing.T) {
+	p, _ := parsePool(t, "--envoy-defaults", "1.36", "--pods", "1", "--waypoint-pods", "0")
+	c, err := p.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLocal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cat, err := stacks.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab, _ := cat.MustGet("02-trigger")
+	sc, _ := l.Resolve(lab)
+	want := map[string]string{"max_concurrent_streams": "65536", "initial_stream_window_size": "16777216", "initial_connection_window_size": "25165824"}
+	for _, kv := range sc.Knobs.Effective() {
+		if w, ok := want[kv.Path[strings.LastIndex(kv.Path, ".")+1:]]; ok && kv.Value != w {
+			t.Errorf("%s in force %s, want %s", kv.Path, kv.Value, w)
+		}
+	}
+	info, _ := l.Info(context.Background())
+	if info.EnvoyDefaults != "1.36" || len(info.Departures) != 2 || !strings.Contains(info.Departures[1].Local, "max_concurrent_streams 1024") {
+		t.Errorf("info: envoy %q departures %+v", info.EnvoyDefaults, info.Departures)
 	}
 }

@@ -52,9 +52,15 @@ func NewLocal(cfg emulator.Config) (*Local, error) {
 	return &Local{Pool: p, client: &http.Client{Timeout: gateway.AdminTimeout}}, nil
 }
 
-// Resolve implements gateway.Target.
+// Resolve implements gateway.Target: under another Envoy release's defaults, the knobs a
+// scenario leaves unset take that release's values, so that what ran says what was in force.
 func (l *Local) Resolve(lab *stacks.Scenario) (stacks.Scenario, []stacks.Departure) {
-	return Resolve(lab)
+	sc, deps := Resolve(lab)
+	if v := l.Pool.Config().Envoy; v != stacks.DefaultEnvoy {
+		rel, _ := stacks.LookupEnvoy(v) // checked when the pool started
+		sc.Knobs = sc.Knobs.WithDefaults(rel)
+	}
+	return sc, deps
 }
 
 // Info implements gateway.Target.
@@ -69,7 +75,7 @@ func (l *Local) Info(context.Context) (gateway.Info, error) {
 			"access_log_entry_cost_us": al.Microseconds(), "tls": c.TLS,
 			"tls_handshake_cost_us": l.Pool.TLSHandshakeCost().Microseconds(),
 			"http2_codec":           c.Codec, "listener_drain_s": c.ListenerDrainTime.Seconds(),
-		}, Departures: departures(c), ClientRTTMs: ms(c.ClientRTT), UpstreamRTTMs: ms(c.UpstreamRTT)}, nil
+		}, Departures: departures(c), ClientRTTMs: ms(c.ClientRTT), UpstreamRTTMs: ms(c.UpstreamRTT), EnvoyDefaults: c.Envoy}, nil
 }
 
 // departures are where the pool itself runs every scenario differently from the lab: its
@@ -80,6 +86,13 @@ func departures(c emulator.Config) []stacks.Departure {
 		Lab:   "the lab's igwlab:gatewayDrainDuration, the gateway pods' drainDuration (Istio's own default is 45s)",
 		Local: c.ListenerDrainTime.String(),
 	}}
+	if c.Envoy != "" && c.Envoy != stacks.DefaultEnvoy {
+		rel, _ := stacks.LookupEnvoy(c.Envoy)
+		lab, _ := stacks.LookupEnvoy(stacks.DefaultEnvoy)
+		out = append(out, stacks.Departure{Field: "Envoy defaults of knobs a scenario leaves unset (--envoy-defaults)",
+			Lab:   fmt.Sprintf("the release igwlab:istioVersion ships: Envoy %s with the lab's Istio %s (%s)", lab.Envoy, lab.Istio, defaultsText(lab)),
+			Local: fmt.Sprintf("Envoy %s (Istio %s and later: %s)", rel.Envoy, rel.Istio, defaultsText(rel))})
+	}
 	for _, t := range []struct {
 		tier, flag string
 		rtt        time.Duration
@@ -91,6 +104,17 @@ func departures(c emulator.Config) []stacks.Departure {
 		}
 	}
 	return out
+}
+
+// defaultsText lists a release's defaults by knob name.
+func defaultsText(r stacks.EnvoyRelease) string {
+	var parts []string
+	for _, s := range stacks.Registry {
+		if v, ok := r.Defaults[s.Path]; ok {
+			parts = append(parts, s.Path[strings.LastIndex(s.Path, ".")+1:]+" "+v)
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
