@@ -54,3 +54,28 @@ func TestDownloadsNotWindowBoundText(t *testing.T) {
 		}
 	}
 }
+
+// The evaluation block says which Envoy defaults and round trip a run had, only when they
+// differ from a default local run's.
+func TestHeaderInForce(t *testing.T) {
+	for _, tc := range []struct {
+		h    Header
+		line string // "" for none
+	}{
+		{Header{EnvoyDefaults: "1.35"}, ""},
+		{Header{}, ""},
+		{Header{EnvoyDefaults: "1.36"}, "in force: Envoy 1.36 defaults (Istio 1.28)\n"},
+		{Header{EnvoyDefaults: "1.35", ClientRTTMs: 20, UpstreamRTTMs: 20}, "in force: Envoy 1.35 defaults (Istio 1.27); round-trip time 20 ms clients-gateway, 20 ms gateway-upstreams\n"},
+	} {
+		var b strings.Builder
+		WriteBlock(&b, tc.h, nil)
+		got := ""
+		if i := strings.Index(b.String(), "in force:"); i >= 0 {
+			got = b.String()[i:]
+			got = got[:strings.Index(got, "\n")+1]
+		}
+		if got != tc.line {
+			t.Errorf("%+v: %q, want %q", tc.h, got, tc.line)
+		}
+	}
+}
