@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/igwlab/igwlab/runner/cli/app"
+	"github.com/igwlab/igwlab/runner/diagnose"
+	"github.com/igwlab/igwlab/runner/diagnose/kubesource"
 	_ "github.com/igwlab/igwlab/runner/gateway/cluster" // the real lab's targets
 )
 
@@ -31,4 +33,11 @@ func (lab) Commands(e *app.Env) []*cobra.Command {
 	return []*cobra.Command{flipCmd(e, "preview", "show what switching the lab stack to a scenario (or a knob) would change (pulumi preview --diff)"),
 		flipCmd(e, "up", "switch the lab stack to a scenario (or a knob override) and apply it"),
 		kubeconfigCmd(e)}
+}
+
+func (lab) DiagnoseSource(o diagnose.KubeOptions) (diagnose.Source, error) {
+	if err := kubesource.Check(o); err != nil {
+		return nil, err
+	}
+	return kubesource.Kube{KubeOptions: o}, nil
 }

@@ -11,25 +11,20 @@ import (
 	"time"
 
 	"github.com/igwlab/igwlab/runner/diagnose"
-	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/runner/emulator/emulatortest"
 	"github.com/igwlab/igwlab/runner/load"
 )
 
-// TestDiagnoseCommand: igwlab diagnose --admin on a pool carrying one shared connection prints
+// TestDiagnoseCommand: igwlab diagnose --admin, given the admin URLs igwlab serve prints, on a pool carrying one shared connection prints
 // the verdict and the hot pod, writes the same as JSON, and a self-contained HTML page.
 func TestDiagnoseCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives load for a few seconds")
 	}
-	p, err := emulator.Start(emulator.Config{Pods: 4, Workers: 1, WaypointPods: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	p.Apply(emulator.Setup{})
-	var urls []string
+	p := emulatortest.Gateways(t, 4, 1, 0)
+	var urls []string // as igwlab serve prints them
 	for _, pod := range p.Pods() {
-		urls = append(urls, pod.AdminURL())
+		urls = append(urls, pod.AdminURL()+"/stats/prometheus")
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -83,6 +78,11 @@ func TestDiagnoseBadFlags(t *testing.T) {
 		{"diagnose", "--prometheus", "http://127.0.0.1:9", "--start", "2026-11-30T12:00:00Z", "--end", "2026-11-30T11:00:00Z"},
 		{"diagnose", "--admin", "http://127.0.0.1:15000", "--duration", "0s"},
 		{"diagnose", "--admin", "http://127.0.0.1:15000", "--timeout", "1h"},
+		{"diagnose", "--admin", "http://127.0.0.1:15000", "--context", "lab"},
+		{"diagnose", "--prometheus", "http://127.0.0.1:9", "--namespace", "istio-system"},
+		{"diagnose", "--selector", "istio in ("},
+		{"diagnose", "--namespace", ""},
+		{"diagnose", "--context", "lab", "--duration", "2h"},
 	} {
 		var out, errb bytes.Buffer
 		if code := Main(context.Background(), args, &out, &errb); code != 2 {

@@ -9,10 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/igwlab/igwlab/runner/stats"
 )
 
 // AdminSource reads gateway pods' Envoy admin endpoints directly (a base URL each, as
@@ -27,7 +24,11 @@ type AdminSource struct {
 	Client  *http.Client
 }
 
-// ParseAdminURLs checks a comma-separated list of admin base URLs.
+// adminPages are the admin pages diagnose reads, which a URL given for an admin may end in.
+var adminPages = []string{"/stats/prometheus", "/server_info", "/config_dump"}
+
+// ParseAdminURLs checks a comma-separated list of admin base URLs; a URL of one of the admin's
+// pages (http://127.0.0.2:34817/stats/prometheus) stands for its admin.
 func ParseAdminURLs(list string) ([]string, error) {
 	var out []string
 	for _, raw := range strings.Split(list, ",") {
@@ -39,6 +40,11 @@ func ParseAdminURLs(list string) ([]string, error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("--admin %q: want an Envoy admin base URL such as http://127.0.0.1:15000", raw)
 		}
+		// A page's URL, as igwlab serve prints each pod's, names its admin too.
+		for _, page := range adminPages {
+			u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), page)
+		}
+		u.RawQuery, u.Fragment = "", ""
 		out = append(out, strings.TrimRight(u.String(), "/"))
 	}
 	if len(out) == 0 {
@@ -47,93 +53,53 @@ func ParseAdminURLs(list string) ([]string, error) {
 	return out, nil
 }
 
-// Window reads every endpoint, waits Duration, and reads them again.
+// Window names each endpoint's pod, then samples them for Duration.
 func (a AdminSource) Window(ctx context.Context) (*Window, error) {
-	if a.Timeout == 0 {
-		a.Timeout = 5 * time.Second
-	}
-	if a.Client == nil {
-		a.Client = &http.Client{}
-	}
-	names := make([]string, len(a.URLs))
-	for i, u := range a.URLs {
+	a = a.withDefaults()
+	byPod := urlAdmins{a: a, base: map[string]string{}}
+	var pods []string
+	for _, u := range a.URLs {
 		n, err := a.podName(ctx, u)
 		if err != nil {
 			return nil, err
 		}
-		names[i] = n
+		if _, twice := byPod.base[n]; twice {
+			return nil, fmt.Errorf("--admin: %s and %s are the same pod, %s: give each pod's admin once", byPod.base[n], u, n)
+		}
+		byPod.base[n] = u
+		pods = append(pods, n)
 	}
-	start := time.Now()
-	pre, err := a.readAll(ctx, names)
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-time.After(a.Duration):
-	}
-	post, err := a.readAll(ctx, names)
-	if err != nil {
-		return nil, err
-	}
-	w, err := windowFrom(fmt.Sprintf("Envoy admin (%d endpoint(s))", len(a.URLs)), pre, post, time.Since(start))
+	w, err := Sample(ctx, fmt.Sprintf("Envoy admin (%d endpoint(s))", len(a.URLs)), pods, byPod, a.Duration)
 	if err != nil {
 		return nil, fmt.Errorf("%w (read from %s)", err, strings.Join(a.URLs, ", "))
-	}
-	w.Start, w.End = start, time.Now()
-	var read int
-	for _, u := range a.URLs {
-		dump, err := a.get(ctx, u, "/config_dump")
-		if err != nil {
-			w.Missing = append(w.Missing, fmt.Sprintf("%s/config_dump: %v", u, err))
-			continue
-		}
-		f, err := inForce(dump, w.Names.HCMPrefix)
-		if err != nil {
-			w.Missing = append(w.Missing, u+": "+err.Error())
-			continue
-		}
-		read++
-		if w.InForce == nil {
-			w.InForce = f
-		}
-	}
-	if w.InForce != nil {
-		w.InForce.Pods = read
 	}
 	return w, nil
 }
 
-func (a AdminSource) readAll(ctx context.Context, names []string) ([]stats.Snapshot, error) {
-	out := make([]stats.Snapshot, len(a.URLs))
-	errs := make([]error, len(a.URLs))
-	var wg sync.WaitGroup
-	for i, u := range a.URLs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			raw, err := a.get(ctx, u, "/stats/prometheus")
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			out[i], errs[i] = stats.ParseSnapshot(names[i], time.Now(), raw)
-		}()
+func (a AdminSource) withDefaults() AdminSource {
+	if a.Timeout == 0 {
+		a.Timeout = 5 * time.Second
 	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("%s/stats/prometheus: %w", a.URLs[i], err)
-		}
+	if a.Client == nil {
+		a.Client = http.DefaultClient
 	}
-	return out, nil
+	return a
+}
+
+// urlAdmins reaches each pod at its base URL.
+type urlAdmins struct {
+	a    AdminSource
+	base map[string]string
+}
+
+func (u urlAdmins) Get(ctx context.Context, pod, path string) ([]byte, error) {
+	return u.a.Get(ctx, u.base[pod], path)
 }
 
 // podName is the pod's name from the node id Istio gives its proxy
 // (router~<ip>~<pod>.<namespace>~<namespace>.svc.cluster.local), or the URL's host:port.
 func (a AdminSource) podName(ctx context.Context, base string) (string, error) {
-	b, err := a.get(ctx, base, "/server_info")
+	b, err := a.Get(ctx, base, "/server_info")
 	if err != nil {
 		return "", err
 	}
@@ -154,7 +120,9 @@ func (a AdminSource) podName(ctx context.Context, base string) (string, error) {
 	return u.Host, nil
 }
 
-func (a AdminSource) get(ctx context.Context, base, path string) ([]byte, error) {
+// Get reads path from the admin at base, bounded by Timeout (5 s when zero).
+func (a AdminSource) Get(ctx context.Context, base, path string) ([]byte, error) {
+	a = a.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, a.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)

@@ -14,6 +14,7 @@ import (
 	"github.com/igwlab/igwlab/internal/promtest"
 	"github.com/igwlab/igwlab/internal/testutil"
 	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/runner/emulator/emulatortest"
 	"github.com/igwlab/igwlab/runner/load"
 	"github.com/igwlab/igwlab/runner/stats"
 )
@@ -112,15 +113,16 @@ func hotPod(p *emulator.Pool) string {
 	return best
 }
 
+// placementSeed fixes where the pool's VIP puts each new connection. Placed at random, sixty
+// connections land outside chance's 95% band one run in forty by the band's own definition,
+// and the spread client's test would then fail for no fault; with the seed fixed, the
+// placement is the same random draw every run (inside the band), and the verdicts are
+// deterministic.
+const placementSeed = 1
+
 func startPool(t *testing.T) *emulator.Pool {
 	t.Helper()
-	p, err := emulator.Start(emulator.Config{Pods: 6, Workers: 1, WaypointPods: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	p.Apply(emulator.Setup{})
-	return p
+	return emulatortest.Gateways(t, 6, 1, placementSeed)
 }
 
 func adminURLs(p *emulator.Pool) []string {

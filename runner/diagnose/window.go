@@ -6,6 +6,8 @@
 package diagnose
 
 import (
+	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -74,5 +76,10 @@ func windowFrom(source string, pre, post []stats.Snapshot, span time.Duration) (
 		w.Pods = append(w.Pods, p)
 	}
 	sort.Slice(w.Pods, func(i, j int) bool { return w.Pods[i].Name < w.Pods[j].Name })
+	if !slices.ContainsFunc(w.Pods, func(p PodWindow) bool { return len(p.Post.WorkerActive) > 0 }) {
+		// Istio's default proxyStatsMatcher drops them: the worker columns would read 0, not
+		// an even spread.
+		w.Missing = append(w.Missing, fmt.Sprintf("per-worker stats (envoy_listener_worker_<n>_downstream_cx_active, listener %s) not found: worker spread not measured; add listener\\..* to the gateway's proxyStatsMatcher inclusionRegexps", names.Listener))
+	}
 	return w, nil
 }

@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"testing"
@@ -13,17 +14,28 @@ import (
 func TestClockWakesOnTime(t *testing.T) {
 	c := NewClock()
 	defer c.Close()
+	// The order is recorded after each waiter wakes, so a starved machine's scheduling delay
+	// longer than the spacing can reorder what is recorded: a wrong order is measured again
+	// with wider spacing, and fails only if it stays wrong. Waking early fails at once.
+	spacing := 20 * time.Millisecond
+	retry(t, 3, func() error {
+		defer func() { spacing *= 4 }()
+		return wakeInOrder(t, c, 5, spacing)
+	})
+}
+
+// wakeInOrder queues n waiters whose deadlines are spacing apart, the first one spacing out
+// (so every waiter is asleep before the first is due), and reports the order they woke in.
+func wakeInOrder(t *testing.T, c *Clock, n int, spacing time.Duration) error {
 	var mu sync.Mutex
 	var order []int
 	var wg sync.WaitGroup
-	// Deadlines 20 ms apart, the first 20 ms out, so every waiter is asleep before the first
-	// is due and a busy machine's scheduling delays cannot reorder what is recorded on waking.
-	start := time.Now().Add(20 * time.Millisecond)
-	for i := 5; i >= 1; i-- {
+	start := time.Now().Add(spacing)
+	for i := n; i >= 1; i-- {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			at := start.Add(time.Duration(i-1) * 20 * time.Millisecond)
+			at := start.Add(time.Duration(i-1) * spacing)
 			if err := c.SleepUntil(context.Background(), at); err != nil {
 				t.Error(err)
 			}
@@ -37,8 +49,9 @@ func TestClockWakesOnTime(t *testing.T) {
 	}
 	wg.Wait()
 	if !sort.IntsAreSorted(order) {
-		t.Fatalf("wake order %v", order)
+		return fmt.Errorf("wake order %v with deadlines %s apart", order, spacing)
 	}
+	return nil
 }
 
 func TestClockContextCancel(t *testing.T) {

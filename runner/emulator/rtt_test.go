@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -90,20 +91,50 @@ func TestStreamWindowBoundsUploadsAtRTT(t *testing.T) {
 		return testPool(t, Config{ClientRTT: rtt}, knobs(t, "hcm.http2_protocol_options.initial_stream_window_size", "65535"))
 	}
 	// The first window goes out at once; every further one waits a round trip for its
-	// WINDOW_UPDATE.
-	took := upload(t, small(rtt).VIP(), body)
-	got := float64(body-window) / took.Seconds()
+	// WINDOW_UPDATE. oghttp2's window updates (a third of the window owed, or the client down
+	// to half) keep a Go client sending all the time: it moves one window per round trip.
 	want := float64(window) / rtt.Seconds()
-	// oghttp2's window updates (a third of the window owed, or the client down to half) keep
-	// a Go client sending all the time: it moves one window per round trip.
-	if got < 0.75*want || got > 1.25*want {
-		t.Errorf("through a %d-byte window at %s: %.2f MB/s, want within 25%% of window/RTT = %.2f MB/s", window, rtt, got/1e6, want/1e6)
-	}
+	// A starved CPU (other builds on a shared machine) can only slow an upload down, never
+	// speed it past the window: faster than window/RTT fails at once, slower is measured again
+	// before it fails.
+	retry(t, 3, func() error {
+		took := upload(t, small(rtt).VIP(), body)
+		got := float64(body-window) / took.Seconds()
+		if got > 1.25*want {
+			t.Fatalf("through a %d-byte window at %s: %.2f MB/s, faster than window/RTT = %.2f MB/s allows", window, rtt, got/1e6, want/1e6)
+		}
+		if got < 0.75*want {
+			return fmt.Errorf("through a %d-byte window at %s: %.2f MB/s, want within 25%% of window/RTT = %.2f MB/s", window, rtt, got/1e6, want/1e6)
+		}
+		return nil
+	})
 	big := testPool(t, Config{ClientRTT: rtt}, stacks.Knobs{})
-	if d := upload(t, big.VIP(), body); d > 3*rtt {
-		t.Errorf("through a 256 MiB window at %s the upload took %s: the window should not bind", rtt, d)
+	retry(t, 3, func() error {
+		if d := upload(t, big.VIP(), body); d > 3*rtt {
+			return fmt.Errorf("through a 256 MiB window at %s the upload took %s: the window should not bind", rtt, d)
+		}
+		return nil
+	})
+	loop := small(0)
+	retry(t, 3, func() error {
+		if d := upload(t, loop.VIP(), body); d > 4*rtt {
+			return fmt.Errorf("through a 64 KiB window at loopback's RTT the upload took %s", d)
+		}
+		return nil
+	})
+}
+
+// retry runs a timing check up to n times and fails the test with the last error only when
+// every attempt missed: a busy machine can make one measurement slow, a wrong model misses
+// every time.
+func retry(t *testing.T, n int, check func() error) {
+	t.Helper()
+	var err error
+	for i := 0; i < n; i++ {
+		if err = check(); err == nil {
+			return
+		}
+		t.Logf("attempt %d: %v", i+1, err)
 	}
-	if d := upload(t, small(0).VIP(), body); d > 4*rtt {
-		t.Errorf("through a 64 KiB window at loopback's RTT the upload took %s", d)
-	}
+	t.Error(err)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/igwlab/igwlab/runner/diagnose"
 	"github.com/igwlab/igwlab/runner/suite"
 	"github.com/igwlab/igwlab/stacks"
 )
@@ -40,6 +41,9 @@ func (e ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code)
 type Lab interface {
 	// Commands are the real lab's commands (up, preview, kubeconfig).
 	Commands(e *Env) []*cobra.Command
+	// DiagnoseSource reads a gateway pool's Envoy admins through Kubernetes; an error is a bad
+	// option.
+	DiagnoseSource(o diagnose.KubeOptions) (diagnose.Source, error)
 }
 
 // Env is what every command shares: its output streams and what this binary holds.

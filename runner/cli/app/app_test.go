@@ -44,6 +44,8 @@ func TestHandsRealLabCommandLinesOn(t *testing.T) {
 		{"kubeconfig", "--out", "x"},
 		{"suite", "--target", "k3d", "-q"},
 		{"scenarios", "--target", "existing"},
+		{"diagnose", "--context", "k3d-igwlab", "--duration", "5s"},
+		{"diagnose", "--selector", "istio=ingressgateway,app=edge", "--json"},
 	} {
 		var out, errb bytes.Buffer
 		err := Run(context.Background(), args, &out, &errb, nil)

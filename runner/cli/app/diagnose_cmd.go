@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,16 +15,11 @@ import (
 	"github.com/igwlab/igwlab/runner/diagnose"
 )
 
-// diagnoseSource is where diagnose reads a pool from.
-type diagnoseSource interface {
-	Window(ctx context.Context) (*diagnose.Window, error)
-}
-
 func (e *Env) diagnoseCmd() *cobra.Command {
-	return e.flagCommand("diagnose", "read-only: is a live gateway pool concentrating load, and which lever fits its clients (from Prometheus or Envoy admins)", diagnoseFlags)
+	return e.flagCommand("diagnose", "read-only: is a live gateway pool concentrating load, and which lever fits its clients (from Prometheus, Kubernetes or Envoy admins)", e.diagnoseFlags)
 }
 
-func diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout, stderr io.Writer) error {
+func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout, stderr io.Writer) error {
 	promURL := fs.String("prometheus", "", "read the gateway pods' Envoy stats from this Prometheus (base URL)")
 	since := fs.Duration("since", 30*time.Minute, "with --prometheus: the window ends now and starts this long ago")
 	startS := fs.String("start", "", "with --prometheus: the window's start (RFC 3339), instead of --since")
@@ -31,15 +27,28 @@ func diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout, stderr i
 	podLabel := fs.String("pod-label", "pod", "with --prometheus: the label naming the pod")
 	podRegex := fs.String("pod-regex", "istio-ingressgateway-.*", "with --prometheus: the gateway pods, by that label")
 	admin := fs.String("admin", "", "read these Envoy admin endpoints directly (comma-separated base URLs, e.g. from igwlab serve or your port-forwards)")
-	duration := fs.Duration("duration", 30*time.Second, "with --admin: how long to watch (the stats are read at the start and the end)")
-	timeout := fs.Duration("timeout", 10*time.Second, "bound on each request to Prometheus or an admin endpoint")
+	var k diagnose.KubeOptions
+	fs.StringVar(&k.Kubeconfig, "kubeconfig", "", "read the gateway pods' Envoy admin through Kubernetes, with this kubeconfig (default $KUBECONFIG, then ~/.kube/config); any of --kubeconfig, --context, --namespace, --selector chooses Kubernetes")
+	fs.StringVar(&k.Context, "context", "", "with Kubernetes: the kubeconfig's context (default its current one)")
+	fs.StringVar(&k.Namespace, "namespace", diagnose.LabNamespace, "with Kubernetes: the gateway pods' namespace")
+	fs.StringVar(&k.Selector, "selector", diagnose.LabSelector, "with Kubernetes: the gateway pods' label selector (as kubectl -l takes it)")
+	duration := fs.Duration("duration", 30*time.Second, "with --admin or Kubernetes: how long to watch (the stats are read at the start and the end)")
+	timeout := fs.Duration("timeout", 10*time.Second, "bound on each request to Prometheus, the API server or an admin endpoint (and on opening a port-forward)")
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
 	htmlOut := fs.String("html", "", "also write a self-contained HTML page of the findings to this file")
 	return func(ctx context.Context, stdout, stderr io.Writer) error {
-		var src diagnoseSource
+		var src diagnose.Source
+		kubeSet := slices.ContainsFunc([]string{"kubeconfig", "context", "namespace", "selector"}, func(n string) bool { return fs.Changed(n) })
+		if n := btoi(*promURL != "") + btoi(*admin != "") + btoi(kubeSet); n > 1 {
+			return Usagef("--prometheus, --admin and Kubernetes (--kubeconfig, --context, --namespace, --selector): choose one source")
+		}
+		if *timeout <= 0 || *timeout > 10*time.Minute {
+			return Usagef("--timeout %s: allowed (0, 10m]", *timeout)
+		}
+		if (*admin != "" || kubeSet) && (*duration <= 0 || *duration > time.Hour) {
+			return Usagef("--duration %s: allowed (0, 1h]", *duration)
+		}
 		switch {
-		case *promURL != "" && *admin != "":
-			return Usagef("--prometheus and --admin: choose one source")
 		case *promURL != "":
 			end := time.Now()
 			if *endS != "" {
@@ -69,16 +78,21 @@ func diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout, stderr i
 			if err != nil {
 				return UsageError{err}
 			}
-			if *duration <= 0 || *duration > time.Hour {
-				return Usagef("--duration %s: allowed (0, 1h]", *duration)
-			}
 			fmt.Fprintf(stderr, "diagnose: watching %d admin endpoint(s) for %s\n", len(urls), *duration)
 			src = diagnose.AdminSource{URLs: urls, Duration: *duration, Timeout: *timeout}
+		case kubeSet:
+			if e.Lab == nil {
+				return e.HandOn(ctx, "igwlab diagnose through Kubernetes (--kubeconfig, --context, --namespace, --selector)")
+			}
+			k.Duration, k.Timeout = *duration, *timeout
+			s, err := e.Lab.DiagnoseSource(k)
+			if err != nil {
+				return UsageError{err}
+			}
+			fmt.Fprintf(stderr, "diagnose: watching the pods %s in %s for %s\n", k.Selector, k.Namespace, *duration)
+			src = s
 		default:
-			return Usagef("diagnose needs a source: --prometheus URL, or --admin URL,URL,...")
-		}
-		if *timeout <= 0 || *timeout > 10*time.Minute {
-			return Usagef("--timeout %s: allowed (0, 10m]", *timeout)
+			return Usagef("diagnose needs a source: --prometheus URL, --admin URL,URL,..., or Kubernetes (--context NAME, or --namespace/--selector for the gateway's pods)")
 		}
 		w, err := src.Window(ctx)
 		if err != nil {
@@ -103,4 +117,11 @@ func diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout, stderr i
 		diagnose.WriteText(stdout, r)
 		return nil
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

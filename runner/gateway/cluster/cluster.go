@@ -18,13 +18,14 @@ import (
 	"github.com/igwlab/igwlab/internal/configkey"
 	"github.com/igwlab/igwlab/internal/jwt"
 	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/kube"
 	"github.com/igwlab/igwlab/runner/load"
 	"github.com/igwlab/igwlab/runner/pulumistack"
 	"github.com/igwlab/igwlab/stacks"
 )
 
 // AdminPort is Envoy's admin port inside Istio's proxies (localhost only; reached by port-forward).
-const AdminPort = 15000
+const AdminPort = kube.AdminPort
 
 // gateway.Pod selectors of the lab's cluster.
 var selectors = map[string]struct{ ns, sel string }{

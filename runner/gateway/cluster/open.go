@@ -14,6 +14,7 @@ import (
 	"github.com/igwlab/igwlab/infra"
 	"github.com/igwlab/igwlab/internal/configkey"
 	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/kube"
 	"github.com/igwlab/igwlab/runner/pulumistack"
 	"github.com/igwlab/igwlab/stacks"
 )
@@ -61,22 +62,22 @@ func Open(ctx context.Context, kind gateway.Kind, o gateway.Options) (gateway.Ta
 }
 
 func openOn(ctx context.Context, kind gateway.Kind, o gateway.Options, st pulumistack.Stack, release func()) (gateway.Target, error) {
-	var kube *KubeClient
+	var kc *kube.Client
 	switch kind {
 	case K3d:
 		outs, err := st.Outputs(ctx)
 		if err != nil {
 			return nil, err
 		}
-		kc, _ := outs["kubeconfig"].(string)
-		if kc == "" {
+		raw, _ := outs["kubeconfig"].(string)
+		if raw == "" {
 			return nil, fmt.Errorf("stack %s has no kubeconfig output: bring the lab up first (pulumi up -s %s)", o.Stack.Name, o.Stack.Name)
 		}
-		rc, err := clientcmd.RESTConfigFromKubeConfig([]byte(kc))
+		rc, err := clientcmd.RESTConfigFromKubeConfig([]byte(raw))
 		if err != nil {
 			return nil, fmt.Errorf("the stack's kubeconfig: %w", err)
 		}
-		if kube, err = NewKubeClientFromConfig(rc); err != nil {
+		if kc, err = kube.NewClientFromConfig(rc); err != nil {
 			return nil, err
 		}
 	default:
@@ -88,16 +89,17 @@ func openOn(ctx context.Context, kind gateway.Kind, o gateway.Options, st pulumi
 			kctx, _, _ = st.GetConfig(ctx, configkey.Full(configkey.KubeContext))
 		}
 		var err error
-		if kube, err = NewKubeClient(path, kctx); err != nil {
+		if kc, err = kube.NewClient(path, kctx); err != nil {
 			return nil, err
 		}
 	}
 	drain, err := DrainTimeout(ctx, st)
 	if err != nil {
-		kube.Close()
+		kc.Close()
 		return nil, err
 	}
-	return NewCluster(ClusterOptions{Name: string(kind), Kube: kube, Stack: st, Progress: o.Progress,
+	kc.Timeout = gateway.AdminTimeout
+	return NewCluster(ClusterOptions{Name: string(kind), Kube: kc, Stack: st, Progress: o.Progress,
 		DrainTimeout: drain, OnClose: release}), nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/igwlab/igwlab/infra/envoyfilter"
 	"github.com/igwlab/igwlab/internal/configkey"
 	"github.com/igwlab/igwlab/runner/gateway/cluster"
+	"github.com/igwlab/igwlab/runner/kube"
 	"github.com/igwlab/igwlab/runner/pulumistack"
 	"github.com/igwlab/igwlab/stacks"
 )
@@ -126,7 +127,7 @@ func (k *Kube) Pods(ctx context.Context, ns, sel string) ([]corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cluster.ReadyPods(list.Items), nil
+	return kube.ReadyPods(list.Items), nil
 }
 
 func (k *Kube) Get(_ context.Context, ns, pod string, port int, path string) ([]byte, error) {

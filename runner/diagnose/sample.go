@@ -1,0 +1,88 @@
+package diagnose
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/igwlab/igwlab/runner/stats"
+)
+
+// Admins reaches gateway pods' Envoy admins by pod name: by base URL for the admin source,
+// through a port-forward for the Kubernetes source. Finding the pods is the source's own step.
+type Admins interface {
+	Get(ctx context.Context, pod, path string) ([]byte, error)
+}
+
+// Sample reads each pod's /stats/prometheus, waits d, and reads them again; then each pod's
+// /config_dump for what is in force (a pod that will not give it is named in Missing). source
+// names where the pods came from, for the report.
+func Sample(ctx context.Context, source string, pods []string, a Admins, d time.Duration) (*Window, error) {
+	start := time.Now()
+	pre, err := readAll(ctx, pods, a)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(d):
+	}
+	post, err := readAll(ctx, pods, a)
+	if err != nil {
+		return nil, err
+	}
+	w, err := windowFrom(source, pre, post, time.Since(start))
+	if err != nil {
+		return nil, err
+	}
+	w.Start, w.End = start, time.Now()
+	var read int
+	for _, pod := range pods {
+		dump, err := a.Get(ctx, pod, "/config_dump")
+		if err != nil {
+			w.Missing = append(w.Missing, fmt.Sprintf("%s /config_dump: %v", pod, err))
+			continue
+		}
+		f, err := inForce(dump, w.Names.HCMPrefix)
+		if err != nil {
+			w.Missing = append(w.Missing, pod+": "+err.Error())
+			continue
+		}
+		read++
+		if w.InForce == nil {
+			w.InForce = f
+		}
+	}
+	if w.InForce != nil {
+		w.InForce.Pods = read
+	}
+	return w, nil
+}
+
+// readAll reads every pod's stats at once, so the readings are one moment of the pool.
+func readAll(ctx context.Context, pods []string, a Admins) ([]stats.Snapshot, error) {
+	out := make([]stats.Snapshot, len(pods))
+	errs := make([]error, len(pods))
+	var wg sync.WaitGroup
+	for i, pod := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			raw, err := a.Get(ctx, pod, "/stats/prometheus")
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			out[i], errs[i] = stats.ParseSnapshot(pod, time.Now(), raw)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("%s /stats/prometheus: %w", pods[i], err)
+		}
+	}
+	return out, nil
+}
