@@ -172,8 +172,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	workers := make([]*worker, o.Concurrency)
 	shards := make([]*lockedHist, min(histShards, o.Concurrency))
+	lags := make([]*lockedHist, len(shards))
 	for i := range shards {
-		shards[i] = &lockedHist{}
+		shards[i], lags[i] = &lockedHist{}, &lockedHist{}
 	}
 	var wg sync.WaitGroup
 	var due chan time.Time
@@ -189,6 +190,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			defer tr.CloseIdleConnections()
 		}
 		w := &worker{rt: tr, url: o.URL, header: o.Header, timeout: o.Timeout, hist: shards[i%len(shards)], body: upload}
+		if due != nil {
+			w.lag = lags[i%len(lags)]
+		}
 		workers[i] = w
 		wg.Add(1)
 		go func() {
@@ -293,6 +297,7 @@ type worker struct {
 	body    []byte // the upload of each request, nil for GET
 
 	hist      *lockedHist // shared with other workers: a histogram each would be megabytes of cache misses at 500 workers
+	lag       *lockedHist // open loop: how late each request was sent after it was due
 	ok200     int64       // the common status, counted without a map
 	requests  int64
 	errors    int64
@@ -334,6 +339,7 @@ func (w *worker) run(ctx context.Context, due <-chan time.Time) {
 				continue
 			}
 			sent = d
+			w.lag.record(time.Since(d))
 		} else {
 			if ctx.Err() != nil {
 				return

@@ -86,6 +86,11 @@ func TestOpenLoopHasNoCoordinatedOmission(t *testing.T) {
 	if open.Requests < 150 {
 		t.Fatalf("open loop at 200 qps sent %d requests in 1s", open.Requests)
 	}
+	// With one worker stuck behind the stall, the requests that fell due went out late: the
+	// send lag says the client, not only the server, was behind.
+	if open.SendLag == nil || open.SendLag.Max < 200 {
+		t.Fatalf("open loop send lag %+v: the requests due during the 300 ms stall were sent late", open.SendLag)
+	}
 	n.Store(0)
 	closed, err := Run(context.Background(), Options{URL: srv.URL + "/", Mode: Shared, Concurrency: 1, Duration: time.Second})
 	if err != nil {
@@ -93,6 +98,9 @@ func TestOpenLoopHasNoCoordinatedOmission(t *testing.T) {
 	}
 	if closed.Latency.P90 > 50 {
 		t.Fatalf("closed loop p90 %.1f ms with a single slow request", closed.Latency.P90)
+	}
+	if closed.SendLag != nil {
+		t.Fatalf("closed loop reports a send lag %+v: nothing was due", closed.SendLag)
 	}
 }
 

@@ -24,7 +24,10 @@ type Result struct {
 	// Cancelled requests were in flight when the run ended.
 	Cancelled int64 `json:"cancelled"`
 	// Unsent requests were due (open loop) but no worker was free before the run ended.
-	Unsent      int64            `json:"unsent"`
+	Unsent int64 `json:"unsent"`
+	// SendLag (open loop) is how late requests went out after they were due: a client that
+	// cannot keep up with the rate, or whose workers are all waiting on responses, sends late.
+	SendLag     *Latency         `json:"send_lag,omitempty"`
 	RPS         float64          `json:"rps"`
 	StatusCodes map[string]int64 `json:"status_codes"`
 	ErrorKinds  map[string]int64 `json:"error_kinds,omitempty"`
@@ -77,6 +80,18 @@ func (r *Result) fill(workers []*worker, elapsed time.Duration) {
 		r.RPS = float64(r.Requests) / elapsed.Seconds()
 	}
 	r.Latency = h.Summary()
+	var lag Histogram
+	seen := map[*lockedHist]bool{}
+	for _, w := range workers {
+		if w.lag != nil && !seen[w.lag] {
+			seen[w.lag] = true
+			lag.Merge(&w.lag.h)
+		}
+	}
+	if len(seen) > 0 {
+		l := lag.Summary()
+		r.SendLag = &l
+	}
 	r.Histogram = h.Buckets()
 }
 
@@ -98,6 +113,9 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	p("\nrequests: %d  errors: %d  cancelled at end: %d  unsent: %d\n", r.Requests, r.Errors, r.Cancelled, r.Unsent)
 	p("qps: %.1f\n", r.RPS)
+	if r.SendLag != nil {
+		p("send lag ms (due to sent): p50 %.3f p99 %.3f max %.3f\n", r.SendLag.P50, r.SendLag.P99, r.SendLag.Max)
+	}
 	codes := slices.Sorted(maps.Keys(r.StatusCodes))
 	for _, c := range codes {
 		p("status %s: %d\n", c, r.StatusCodes[c])

@@ -27,13 +27,16 @@ type ClientKind struct {
 	// TimedFromSend says the client times a request from when it sends it rather than from when
 	// it was due, so its latencies are far smaller and are plotted on a scale of their own.
 	TimedFromSend bool
+	// OpenLoop says that given client.qps the client sends at that constant rate whatever the
+	// responses do, and times each request from when it was due: what a capacity search needs.
+	OpenLoop bool
 }
 
 // ClientKinds are the lab's clients: h2dial dials new connections at the stream cap, fortio
 // is a fixed pool that queues, and the gRPC client keeps one ClientConn (as ghz
 // --connections=1 does).
 var ClientKinds = []ClientKind{
-	{Kind: "h2dial", Modes: []string{"shared", "distinct"}, SlowMode: "shared", Shade: "dark", Uploads: true},
+	{Kind: "h2dial", Modes: []string{"shared", "distinct"}, SlowMode: "shared", Shade: "dark", Uploads: true, OpenLoop: true},
 	{Kind: "fortio", Shade: "light", TimedFromSend: true},
 	{Kind: "grpc", Connections: true, NoPath: true, Shade: "orange"},
 }

@@ -52,6 +52,10 @@ type Scenario struct {
 
 	// File is where the scenario was loaded from (set by the loader).
 	File string `yaml:"-"`
+	// Override holds knobs a command set on top of the catalog's (a sweep's value, capacity's
+	// --knob), already in Knobs; a target switched through the stack config writes them as
+	// igwlab:knobs. Never read from a file.
+	Override Knobs `yaml:"-" json:"-"`
 }
 
 // Feed is one call a scenario feeds, and its role in it.

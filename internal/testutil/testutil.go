@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/igwlab/igwlab/stacks"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/h2c"
 )
@@ -99,4 +100,18 @@ func Untar(t testing.TB, path string) string {
 			}
 		}
 	}
+}
+
+// Scenario is a built-in catalog scenario, failing the test when there is none of that name.
+func Scenario(t testing.TB, name string) *stacks.Scenario {
+	t.Helper()
+	cat, err := stacks.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := cat.MustGet(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }

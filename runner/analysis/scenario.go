@@ -52,6 +52,9 @@ type Client struct {
 	P50, P90, P99, P999 float64 // milliseconds
 	Connections         int     // connections the client opened
 	SlowP99             float64 // the slow workers' p99 (ms), where the scenario has them
+	// Open loop: the rate asked for, requests due and never sent, send lag p99 (ms).
+	OfferedRPS, SendLagP99 float64
+	Unsent                 int64
 }
 
 // Peaks are maxima seen by the once-a-second sampler during the window.
@@ -121,7 +124,10 @@ type Result struct {
 	ProtocolErrors     float64 `json:"protocol_errors"` // downstream_cx_protocol_error
 	// DrainsStarted is the emulator's own count of drain sequences begun (igwlab.drains_started);
 	// absent on a real gateway, it adds detail and decides nothing.
-	DrainsStarted      float64 `json:"drains_started,omitempty"`
+	DrainsStarted float64 `json:"drains_started,omitempty"`
+	// TLSHandshakes is the handshakes the gateway's listener completed (listener ssl.handshake):
+	// every new connection's cost where TLS terminates at the gateway; 0 on plain HTTP.
+	TLSHandshakes      float64 `json:"tls_handshakes,omitempty"`
 	FlowControlPaused  float64 `json:"flow_control_paused"`
 	FlowControlResumed float64 `json:"flow_control_resumed"`
 	PendingOverflow    float64 `json:"pending_overflow"`
@@ -138,6 +144,10 @@ type Result struct {
 	GatewayP99Ms      float64 `json:"gateway_p99_ms"`
 	SlowP99Ms         float64 `json:"slow_p99_ms,omitempty"`
 	ClientConnections int     `json:"client_connections"`
+	// OfferedRPS, Unsent and SendLagP99Ms are an open-loop client's (see analysis.Client).
+	OfferedRPS   float64 `json:"offered_rps,omitempty"`
+	Unsent       int64   `json:"unsent,omitempty"`
+	SendLagP99Ms float64 `json:"send_lag_p99_ms,omitempty"`
 
 	Waypoint *Tier `json:"waypoint,omitempty"`
 }
@@ -177,6 +187,7 @@ func Analyze(in Input) *Result {
 		r.PendingOverflow += d.PendingOverflow
 		r.CxOverflow += d.CxOverflow
 		r.DrainsStarted += d.Drains
+		r.TLSHandshakes += d.SSLHandshake
 	}
 	if r.MaxRequestsReached+r.MaxDurationReached+r.DrainClose+r.CxIdleTimeout > 0 {
 		r.GoAways = in.ClosedDuringLoad
@@ -192,6 +203,7 @@ func Analyze(in Input) *Result {
 		r.RPS, r.Requests, r.Errors = c.RPS, c.Requests, c.Errors
 		r.P50Ms, r.P90Ms, r.P99Ms, r.P999Ms = c.P50, c.P90, c.P99, c.P999
 		r.ClientConnections, r.SlowP99Ms = c.Connections, c.SlowP99
+		r.OfferedRPS, r.Unsent, r.SendLagP99Ms = c.OfferedRPS, c.Unsent, c.SendLagP99
 	}
 	if len(in.WaypointPost) > 0 {
 		wd, wr := deltaAll(in.WaypointPre, in.WaypointPost)

@@ -182,6 +182,14 @@ func exact(f *InForce) bool { return f != nil && f.ExactBalance }
 // patch renders the EnvoyFilter that sets one knob on a gateway whose listener binds the port
 // the stats name, and the command that tries it in the lab first.
 func patch(path, value string, w *Window) (string, string) {
+	return Patch("gateway-rotation", path, value, w.Names.Listener, "")
+}
+
+// Patch renders an EnvoyFilter named name that sets one knob on a gateway whose listener is
+// listener (its stats' listener_address, e.g. 0.0.0.0_80: the port it binds), and the
+// `igwlab preview` line that tries it in the lab first (on scenario, when not ""). Both are
+// "" for a knob or value the registry refuses.
+func Patch(name, path, value, listener, scenario string) (string, string) {
 	spec, ok := stacks.Lookup(path)
 	if !ok {
 		return "", ""
@@ -191,16 +199,20 @@ func patch(path, value string, w *Window) (string, string) {
 		return "", ""
 	}
 	t := envoyfilter.DefaultTarget
-	if _, port, ok := strings.Cut(w.Names.Listener, "_"); ok {
+	if _, port, ok := strings.Cut(listener, "_"); ok {
 		if p, err := strconv.Atoi(port); err == nil {
 			t.Port = p
 		}
 	}
-	obj := envoyfilter.Object("gateway-rotation", stacks.Scenario{Name: "diagnose", Knobs: k}, t)
+	obj := envoyfilter.Object(name, stacks.Scenario{Name: "diagnose", Knobs: k}, t)
 	b, err := yaml.Marshal(obj)
 	if err != nil {
 		return "", ""
 	}
-	note := fmt.Sprintf("# namespace and workloadSelector are the lab gateway's (istio-ingress, istio: ingressgateway): use your gateway's.\n# portNumber %d is the port its listener binds, from the listener in its stats (%s).\n", t.Port, w.Names.Listener)
-	return note + string(b), "igwlab preview --set " + path + "=" + value
+	note := fmt.Sprintf("# namespace and workloadSelector are the lab gateway's (istio-ingress, istio: ingressgateway): use your gateway's.\n# portNumber %d is the port its listener binds, from the listener in its stats (%s).\n", t.Port, listener)
+	preview := "igwlab preview"
+	if scenario != "" {
+		preview += " --scenario " + scenario
+	}
+	return note + string(b), preview + " --set " + path + "=" + value
 }

@@ -43,7 +43,11 @@ func FromH2dial(r *h2dial.Result) *Result {
 	var text strings.Builder
 	_ = r.WriteText(&text)
 	out := &Result{Client: "h2dial", Requests: r.Requests, Errors: r.Errors, RPS: r.RPS, Latency: r.Latency,
-		ConnectionsOpened: r.ConnectionsOpened, Slow: r.Slow, ErrorKinds: r.ErrorKinds, Native: r, Text: text.String()}
+		ConnectionsOpened: r.ConnectionsOpened, Slow: r.Slow, ErrorKinds: r.ErrorKinds, Native: r, Text: text.String(),
+		OfferedRPS: r.TargetQPS, Unsent: r.Unsent}
+	if r.SendLag != nil {
+		out.SendLagP99 = r.SendLag.P99
+	}
 	for _, c := range r.Connections {
 		out.PerConnection = append(out.PerConnection, c.Requests)
 	}

@@ -53,6 +53,11 @@ type Result struct {
 	PerConnection     []int64            `json:"requests_per_connection"`
 	Slow              *h2dial.SlowResult `json:"slow,omitempty"`
 	ErrorKinds        map[string]int64   `json:"error_kinds,omitempty"`
+	// Open loop (a client given a rate): the rate asked for, requests due but never sent, and
+	// the 99th percentile of how late requests went out after they were due (ms).
+	OfferedRPS float64 `json:"offered_rps,omitempty"`
+	Unsent     int64   `json:"unsent,omitempty"`
+	SendLagP99 float64 `json:"send_lag_p99_ms,omitempty"`
 
 	// Native is the client's own result, written as <client>.json; Text its own summary.
 	Native any    `json:"-"`

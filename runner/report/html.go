@@ -12,7 +12,18 @@ import (
 	"github.com/igwlab/igwlab/stacks"
 )
 
-var page = template.Must(template.New("report").Funcs(template.FuncMap{
+// style is the report's look, shared by every page igwlab writes.
+const style = `<style>
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
+h1{font-size:1.6em;margin-bottom:.2em} h2{margin-top:1.8em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+table{border-collapse:collapse;width:100%;font-size:13px} th,td{border-bottom:1px solid #eee;padding:4px 6px;text-align:left;vertical-align:top}
+th{background:#f6f6f6} td.num{text-align:right;font-variant-numeric:tabular-nums}
+.good{color:#17753a;font-weight:600} .bad{color:#b3261e;font-weight:600} .neutral{color:#555;font-weight:600}
+figure{margin:1.2em 0} figure img{max-width:100%;border:1px solid #eee} figcaption{color:#555;font-size:13px}
+.muted{color:#666} code{background:#f4f4f4;padding:0 3px}
+</style>`
+
+var page = template.Must(template.Must(template.New("report").Funcs(template.FuncMap{
 	"f3": func(v float64) string { return fmt.Sprintf("%.3f", v) },
 	"f1": func(v float64) string { return fmt.Sprintf("%.1f", v) },
 	"n":  func(v float64) string { return fmt.Sprintf("%d", int64(math.Round(v))) },
@@ -22,9 +33,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		}
 		return fmt.Sprintf("%.2f", *v)
 	},
-	"b64": func(b []byte) template.URL {
-		return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b))
-	},
+	"b64": dataURL,
 	"verdictClass": func(v string) string {
 		switch v {
 		case analysis.Pass, analysis.Confirmed, analysis.Negligible:
@@ -37,15 +46,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>igwlab report: {{.Run.Target}} target</title>
-<style>
-body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
-h1{font-size:1.6em;margin-bottom:.2em} h2{margin-top:1.8em;border-bottom:1px solid #ddd;padding-bottom:.2em}
-table{border-collapse:collapse;width:100%;font-size:13px} th,td{border-bottom:1px solid #eee;padding:4px 6px;text-align:left;vertical-align:top}
-th{background:#f6f6f6} td.num{text-align:right;font-variant-numeric:tabular-nums}
-.good{color:#17753a;font-weight:600} .bad{color:#b3261e;font-weight:600} .neutral{color:#555;font-weight:600}
-figure{margin:1.2em 0} figure img{max-width:100%;border:1px solid #eee} figcaption{color:#555;font-size:13px}
-.muted{color:#666} code{background:#f4f4f4;padding:0 3px}
-</style></head>
+{{template "style"}}</head>
 <body>
 <h1>Thread concentration on the ingress gateway</h1>
 <p class="muted">{{.Run.Target}} target: {{.Run.Pods}} gateway pods x {{.Run.Concurrency}} worker(s).{{if .Run.InForce}} In force: {{.Run.InForce}}.{{end}}
@@ -86,7 +87,7 @@ window.addEventListener("load", function () {
 });
 </script>
 </body></html>
-`))
+`)).New("style").Parse(style)).Lookup("report")
 
 type row struct {
 	*analysis.Result
@@ -118,4 +119,9 @@ func HTML(r *Run, plots []Plot) ([]byte, error) {
 		Rows  []row
 	}{r, plots, rows})
 	return b.Bytes(), err
+}
+
+// dataURL inlines a PNG, so that a report needs no other file.
+func dataURL(b []byte) template.URL {
+	return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b))
 }

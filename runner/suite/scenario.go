@@ -345,7 +345,8 @@ func clientInput(r *load.Result) *analysis.Client {
 		return nil
 	}
 	c := &analysis.Client{RPS: r.RPS, Requests: r.Requests, Errors: r.Errors, P50: r.Latency.P50, P90: r.Latency.P90,
-		P99: r.Latency.P99, P999: r.Latency.P999, Connections: r.ConnectionsOpened}
+		P99: r.Latency.P99, P999: r.Latency.P999, Connections: r.ConnectionsOpened,
+		OfferedRPS: r.OfferedRPS, Unsent: r.Unsent, SendLagP99: r.SendLagP99}
 	if r.Slow != nil {
 		c.SlowP99 = r.Slow.Latency.P99
 	}

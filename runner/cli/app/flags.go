@@ -1,10 +1,14 @@
 package app
 
 import (
+	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/igwlab/igwlab/stacks"
 )
 
 // StackFlags select the Pulumi stack of the real lab: its targets and commands take them.
@@ -52,4 +56,40 @@ func (l *listFlag) Set(v string) error {
 		}
 	}
 	return nil
+}
+
+// KnobSets is a repeatable knob=value flag (--set, --knob), each value checked against Envoy's
+// range as the catalog checks it.
+type KnobSets struct {
+	K    stacks.Knobs
+	seen map[string]bool
+}
+
+func (s *KnobSets) String() string { return "" }
+func (s *KnobSets) Type() string   { return "knob=value" }
+func (s *KnobSets) Set(v string) error {
+	var one stacks.Knobs
+	spec, err := stacks.ParseKnobSetting(&one, v)
+	if err != nil {
+		return err
+	}
+	// Last-one-wins would hide a typo in a long command line: each knob once.
+	if s.seen[spec.Path] {
+		return fmt.Errorf("%s is set twice: allowed once per knob", spec.Path)
+	}
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	s.seen[spec.Path] = true
+	s.K = s.K.Overlay(one)
+	return nil
+}
+
+// JSON is the knobs as the stack's igwlab:knobs takes them, "" when none is set.
+func (s *KnobSets) JSON() string {
+	if s.K.IsZero() {
+		return ""
+	}
+	b, _ := json.Marshal(s.K) // a flat object of strings cannot fail to encode
+	return string(b)
 }

@@ -21,25 +21,44 @@ import (
 // suiteArgs are the suite command's settings, parsed from the command line or, for --resume,
 // from the command line the interrupted run recorded.
 type suiteArgs struct {
-	fs                       *pflag.FlagSet
-	only, skip               listFlag
-	pf                       local.PoolFlags
-	sf                       StackFlags
-	targetName, out, catalog string
-	resume                   string
-	skipEval, quiet, asJSON  bool
-	duration                 time.Duration
-	repeat                   int
+	targetArgs
+	fs               *pflag.FlagSet
+	only, skip       listFlag
+	out, catalog     string
+	resume           string
+	skipEval, asJSON bool
+	duration         time.Duration
+	repeat           int
+}
+
+// targetArgs choose and size the target of a command that runs scenarios (suite, sweep,
+// capacity).
+type targetArgs struct {
+	pf         local.PoolFlags
+	sf         StackFlags
+	targetName string
+	quiet      bool
+	// command names the command for a hand-on to igwlab-lab ("suite").
+	command string
+	flags   *pflag.FlagSet
+}
+
+// register binds --target, the pool's and the stack's flags.
+func (t *targetArgs) register(fs *pflag.FlagSet, command string, lab bool) {
+	t.command, t.flags = command, fs
+	targets := gateway.KindHelp()
+	if !lab {
+		targets += "; " + LabBinary + " adds the real lab's"
+	}
+	fs.StringVar(&t.targetName, "target", string(gateway.Drivers()[0].Kind), "where to run: "+targets)
+	t.pf.Register(fs)
+	t.sf.Register(fs)
 }
 
 // register binds the suite's flags to fs.
 func (a *suiteArgs) register(fs *pflag.FlagSet, lab bool) {
 	a.fs = fs
-	targets := gateway.KindHelp()
-	if !lab {
-		targets += "; " + LabBinary + " adds the real lab's"
-	}
-	fs.StringVar(&a.targetName, "target", string(gateway.Drivers()[0].Kind), "where to run: "+targets)
+	a.targetArgs.register(fs, "suite", lab)
 	fs.Var(&a.only, "only", "run only these scenarios (comma-separated); a scenario's control comes along")
 	fs.Var(&a.skip, "skip", "skip these scenarios (comma-separated)")
 	fs.BoolVar(&a.skipEval, "skip-eval", false, "do not print the hypothesis evaluation")
@@ -50,8 +69,6 @@ func (a *suiteArgs) register(fs *pflag.FlagSet, lab bool) {
 	fs.BoolVarP(&a.quiet, "q", "q", false, "no progress on stderr")
 	fs.BoolVar(&a.asJSON, "json", false, "print summary.json to stdout instead of the evaluation block")
 	fs.StringVar(&a.resume, "resume", "", "continue the interrupted run in this results folder, with its settings: finished scenarios are kept, the rest run")
-	a.pf.Register(fs)
-	a.sf.Register(fs)
 }
 
 func (e *Env) suiteCmd() *cobra.Command {
@@ -126,7 +143,7 @@ func (e *Env) runSuite(ctx context.Context, a *suiteArgs, command []string) erro
 	if _, err := cat.Select(a.only, a.skip); err != nil {
 		return UsageError{err}
 	}
-	t, err := e.openTarget(ctx, a)
+	t, err := e.openTarget(ctx, &a.targetArgs)
 	if err != nil || t == nil {
 		return err
 	}
@@ -164,11 +181,11 @@ func (e *Env) runSuite(ctx context.Context, a *suiteArgs, command []string) erro
 
 // openTarget opens the target --target names. A kind this binary does not hold hands the
 // whole command line to igwlab-lab (a nil target and its result come back).
-func (e *Env) openTarget(ctx context.Context, a *suiteArgs) (gateway.Target, error) {
+func (e *Env) openTarget(ctx context.Context, a *targetArgs) (gateway.Target, error) {
 	kind := gateway.Kind(a.targetName)
 	if _, err := gateway.Lookup(kind); err != nil {
 		if e.Lab == nil {
-			return nil, e.HandOn(ctx, "igwlab suite --target "+a.targetName)
+			return nil, e.HandOn(ctx, "igwlab "+a.command+" --target "+a.targetName)
 		}
 		return nil, Usagef("--target %q: allowed %s", a.targetName, gateway.KindList())
 	}

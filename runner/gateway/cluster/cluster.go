@@ -153,7 +153,17 @@ func (c *Cluster) switchStack(ctx context.Context, sc stacks.Scenario) error {
 			return err
 		}
 	}
-	if _, set, _ := c.o.Stack.GetConfig(ctx, configkey.Full(configkey.Knobs)); set {
+	if !sc.Override.IsZero() {
+		// A sweep's value or capacity's --knob: the catalog's scenario with these on top, as
+		// `igwlab up --scenario S --set ...` would write it.
+		b, err := json.Marshal(sc.Override)
+		if err != nil {
+			return err
+		}
+		if err := c.o.Stack.SetConfig(ctx, configkey.Full(configkey.Knobs), string(b), false); err != nil {
+			return err
+		}
+	} else if _, set, _ := c.o.Stack.GetConfig(ctx, configkey.Full(configkey.Knobs)); set {
 		// A suite runs the catalog's knobs; an override would make every verdict about something else.
 		if err := c.o.Stack.RemoveConfig(ctx, configkey.Full(configkey.Knobs)); err != nil {
 			return err

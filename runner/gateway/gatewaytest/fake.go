@@ -212,7 +212,16 @@ func (s *Stack) Up(ctx context.Context, _ io.Writer) (map[string]any, error) {
 		return nil, err
 	}
 	s.Ups = append(s.Ups, sc.Name)
-	spec := envoyfilter.Spec(sc.Lab(), envoyfilter.DefaultTarget)
+	lab := sc.Lab()
+	if raw, ok := s.Config[configkey.Full(configkey.Knobs)]; ok {
+		// The program lays igwlab:knobs over the scenario's knobs (a --set, a sweep's value).
+		var over stacks.Knobs
+		if err := over.UnmarshalJSON([]byte(raw)); err != nil {
+			return nil, err
+		}
+		lab.Knobs = lab.Knobs.Overlay(over)
+	}
+	spec := envoyfilter.Spec(lab, envoyfilter.DefaultTarget)
 	s.KubeRef.mu.Lock()
 	for _, e := range s.KubeRef.EnvoyByPod {
 		e.spec, e.Draining = spec, 1
@@ -230,3 +239,17 @@ func (s *Stack) Destroy(context.Context, io.Writer) error            { return ni
 func (s *Stack) Cancel(context.Context) error                        { return nil }
 func (s *Stack) Outputs(context.Context) (map[string]any, error)     { return s.Outs, nil }
 func (s *Stack) PendingOperations(context.Context) ([]string, error) { return s.Pending, nil }
+
+// AfterApply is a real-lab target that calls After once each scenario has been applied: a test
+// reads the stack's config there, or cancels the run as a Ctrl-C would.
+type AfterApply struct {
+	*cluster.Cluster
+	After func()
+}
+
+// Apply implements the target's Apply, then calls After.
+func (a *AfterApply) Apply(ctx context.Context, sc stacks.Scenario) error {
+	err := a.Cluster.Apply(ctx, sc)
+	a.After()
+	return err
+}

@@ -1,0 +1,254 @@
+// Package sweep runs one scenario at each of a knob's values, on any target, through the
+// suite's own per-scenario code path, and finds the value with the least churn whose spread is
+// as good as chance: what to set, what it costs, and the runs behind it.
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/measure"
+	"github.com/igwlab/igwlab/runner/suite"
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// Options configure a sweep.
+type Options struct {
+	Target   gateway.Target
+	Scenario *stacks.Scenario // as the catalog has it
+	Knob     stacks.KnobSpec
+	// Values are the knob's values, each already checked against its range (KnobSpec.ParseKnobValues).
+	Values []string
+	Repeat int
+	// Duration overrides the measured window of each run when non-zero.
+	Duration time.Duration
+	// WellSpread is the connection count of the well-spread client the recommendation's
+	// threshold is drawn from (default DefaultWellSpread).
+	WellSpread int
+	// RunSettings: OutDir is the results root (the command writes OutDir/<UTC timestamp>-<command>/).
+	suite.RunSettings
+}
+
+// DefaultWellSpread is the well-spread client of the recommendation: 100 connections placed
+// at random, as the baseline scenario's 100 independent clients are.
+const DefaultWellSpread = 100
+
+// Sweep is sweep.json.
+type Sweep struct {
+	Scenario string   `json:"scenario"`
+	Knob     string   `json:"knob"`
+	Unit     string   `json:"unit"`
+	Values   []string `json:"values"`
+	Repeat   int      `json:"repeat"`
+	TLS      bool     `json:"tls"`
+	WindowS  float64  `json:"window_s"`
+	Window   string   `json:"window"` // where the window comes from
+	suite.RunRecord
+	Points []*Point `json:"points"`
+	// Threshold is the most CV a value may show to count as well spread (see Rule).
+	Threshold float64 `json:"threshold"`
+	// Listener is the gateway listener measured (its stats' listener_address).
+	Listener       string          `json:"listener,omitempty"`
+	Recommendation *Recommendation `json:"recommendation,omitempty"`
+	Dir            string          `json:"-"`
+}
+
+// Point is one value of the knob: its runs, and the numbers of its median run.
+type Point struct {
+	Value  string `json:"value"`
+	Dir    string `json:"dir"` // relative to the sweep's folder
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	Numbers
+	Runs []Numbers `json:"runs,omitempty"`
+}
+
+// Numbers are what one run of a value measured.
+type Numbers struct {
+	Dir           string          `json:"dir,omitempty"`
+	Status        analysis.Status `json:"run_status,omitempty"`
+	CV            float64         `json:"cv"`
+	Chance        *analysis.Band  `json:"chance,omitempty"`
+	ChanceVerdict string          `json:"chance_verdict,omitempty"`
+	Connections   float64         `json:"connections"`
+	Drains        float64         `json:"drains"`
+	DrainsPerS    float64         `json:"drains_per_s"`
+	TLSPerS       float64         `json:"tls_handshakes_per_s,omitempty"`
+	P99Ms         float64         `json:"p99_ms"`
+	RPS           float64         `json:"rps"`
+	HotWorker     string          `json:"hot_worker,omitempty"`
+	Busy          string          `json:"hot_worker_busy"`
+	WindowS       float64         `json:"window_s"`
+}
+
+// Statuses of a point.
+const (
+	StatusOK          = "ok"
+	StatusFailed      = "failed"
+	StatusInterrupted = "interrupted"
+	StatusNotRun      = "not-run"
+)
+
+// ErrInterrupted is the suite's: what finished is kept.
+var ErrInterrupted = suite.ErrInterrupted
+
+// Run sweeps the knob. It returns the sweep even when interrupted (with ErrInterrupted).
+func Run(ctx context.Context, o Options) (*Sweep, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Repeat < 1 {
+		o.Repeat = 1
+	}
+	if o.WellSpread < 1 {
+		o.WellSpread = DefaultWellSpread
+	}
+	if len(o.Values) == 0 {
+		return nil, errors.New("sweep: no values")
+	}
+	first := o.Scenario.WithKnobs(knobsOf(o.Knob, o.Values[0]))
+	plan := make([]time.Duration, len(o.Values)*o.Repeat)
+	for i := range plan {
+		plan[i] = suite.Planned(o.Target, first, o.Duration)
+	}
+	rn, err := suite.NewRunnerFor(ctx, o.Target, o.Duration, o.RunSettings, plan)
+	if err != nil {
+		return nil, err
+	}
+	defer rn.Close()
+	info := rn.Info()
+	dir := filepath.Join(o.OutDir, o.Now().UTC().Format("20060102T150405Z")+"-sweep")
+	eff, _ := o.Target.Resolve(first)
+	sw := &Sweep{Scenario: o.Scenario.Name, Knob: o.Knob.Path, Unit: o.Knob.Unit, Values: o.Values, Repeat: o.Repeat,
+		RunRecord: rn.Record(o.RunSettings), TLS: tlsOn(info), Dir: dir, WindowS: eff.Load.Duration.D().Seconds(),
+		Window: fmt.Sprintf("the scenario's window on the %s target", info.Name)}
+	if o.Duration > 0 {
+		sw.WindowS, sw.Window = o.Duration.Seconds(), "--duration"
+	}
+	sw.Threshold = analysis.Chance(o.WellSpread, max(2, info.Pods)).Hi
+	for _, v := range o.Values {
+		sw.Points = append(sw.Points, &Point{Value: v, Dir: folder(o.Knob, v), Status: StatusNotRun})
+	}
+	rn.Printf("igwlab sweep: %s on the %s target (%d pods x %d worker(s)), %s at %s; %d run(s) per value of %s each; results in %s\n",
+		o.Scenario.Name, info.Name, info.Pods, info.Concurrency, o.Knob.Path, strings.Join(o.Values, ", "), o.Repeat,
+		time.Duration(sw.WindowS*float64(time.Second)), dir)
+	save := func() { _ = measure.WriteJSON(filepath.Join(dir, "sweep.json"), sw) }
+	save()
+	step := 0
+	for _, p := range sw.Points {
+		sc := o.Scenario.WithKnobs(knobsOf(o.Knob, p.Value))
+		var runs []*analysis.Result
+		for rep := 1; rep <= o.Repeat && ctx.Err() == nil; rep++ {
+			rdir := filepath.Join(dir, p.Dir)
+			label := fmt.Sprintf("%s %s", sc.Name, p.Dir)
+			if o.Repeat > 1 {
+				rdir = filepath.Join(rdir, fmt.Sprintf("run-%d", rep))
+				label += fmt.Sprintf(" (run %d of %d)", rep, o.Repeat)
+			}
+			res := rn.Run(ctx, step, label, sc, rdir)
+			step++
+			runs = append(runs, res)
+			n := numbersOf(res)
+			if o.Repeat > 1 {
+				n.Dir = filepath.Join(p.Dir, fmt.Sprintf("run-%d", rep))
+			}
+			p.Runs = append(p.Runs, n)
+		}
+		p.settle(runs)
+		save()
+	}
+	sw.End(ctx, o.Now())
+	for _, p := range sw.Points {
+		if p.Status == StatusNotRun && sw.Interrupted {
+			p.Reason = "the sweep was interrupted before this value"
+		}
+	}
+	if o.Repeat == 1 {
+		for _, p := range sw.Points {
+			p.Runs = nil
+		}
+	}
+	sw.Listener = rn.Names().Listener
+	sw.Recommendation = recommend(sw, o.Knob, o.WellSpread)
+	var rep func() error
+	if !o.NoReport {
+		rep = func() error { return WriteReport(sw) }
+	}
+	return sw, rn.Finish(filepath.Join(dir, "sweep.json"), sw, sw.Interrupted, rep)
+}
+
+// settle sets the point's status and numbers from its runs: those of the run whose CV is the
+// median of the finished ones, so that every number shown comes from one real run.
+func (p *Point) settle(runs []*analysis.Result) {
+	var ok []*analysis.Result
+	for _, r := range runs {
+		if r.OK() {
+			ok = append(ok, r)
+		}
+	}
+	switch {
+	case len(ok) > 0:
+		sort.SliceStable(ok, func(i, j int) bool { return ok[i].CV < ok[j].CV })
+		p.Status, p.Reason, p.Numbers = StatusOK, "", numbersOf(ok[(len(ok)-1)/2])
+		if len(ok) < len(runs) {
+			p.Reason = fmt.Sprintf("%d of %d runs finished", len(ok), len(runs))
+		}
+	case len(runs) > 0:
+		last := runs[len(runs)-1]
+		p.Status, p.Reason = StatusFailed, last.Reason
+		if last.Status == analysis.StatusInterrupted {
+			p.Status = StatusInterrupted
+		}
+	}
+}
+
+func numbersOf(r *analysis.Result) Numbers {
+	n := Numbers{Status: r.Status, CV: r.CV, Chance: r.Chance, ChanceVerdict: r.ChanceVerdict, Connections: r.ConnectionsTotal,
+		Drains: r.GoAways, P99Ms: r.P99Ms, RPS: r.RPS, HotWorker: r.HotWorker, Busy: r.BusyText(), WindowS: r.WindowS}
+	if r.WindowS > 0 {
+		n.DrainsPerS = r.GoAways / r.WindowS
+		n.TLSPerS = r.TLSHandshakes / r.WindowS
+	}
+	return n
+}
+
+// knobsOf is the knob set to value (already checked).
+func knobsOf(spec stacks.KnobSpec, value string) stacks.Knobs {
+	var k stacks.Knobs
+	_ = spec.Set(&k, value)
+	return k
+}
+
+// folder names a value's results folder: "max_requests_per_connection=300".
+func folder(spec stacks.KnobSpec, value string) string {
+	name := spec.Path[strings.LastIndex(spec.Path, ".")+1:] + "=" + value
+	return strings.NewReplacer("/", "_", "{}", "set").Replace(name)
+}
+
+// tlsOn reads whether the target terminates TLS from its Info.
+func tlsOn(info gateway.Info) bool {
+	b, _ := info.Details["tls"].(bool)
+	return b
+}
+
+// X is the value as a number for a plot's axis: the count, a duration in seconds, and for
+// other knobs the value's place in the sweep.
+func X(spec stacks.KnobSpec, value string, i int) float64 {
+	var k stacks.Knobs
+	if spec.Set(&k, value) == nil {
+		switch v, _ := spec.Value(&k); x := v.(type) {
+		case uint32:
+			return float64(x)
+		case time.Duration:
+			return x.Seconds()
+		}
+	}
+	return float64(i + 1)
+}
