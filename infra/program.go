@@ -5,6 +5,8 @@ import (
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/igwlab/igwlab/stacks"
 )
 
 // Lab is everything the program builds.
@@ -139,6 +141,9 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	ctx.Export("envoyFilter", lab.Scenario.FilterNames)
 	ctx.Export("proxyConcurrency", pulumi.Int(cfg.ProxyConcurrency))
 	ctx.Export("gatewayReplicas", pulumi.Int(cfg.GatewayReplicas))
+	// The HTTP/2 defaults the gateway inherits for knobs a scenario leaves unset follow the
+	// Envoy release this Istio ships (stacks.EnvoyReleases).
+	ctx.Export("envoyDefaults", pulumi.String(stacks.EnvoyForIstio(cfg.IstioVersion).Envoy))
 	ctx.Export("gatewayDrainDuration", pulumi.String(DurationText(cfg.GatewayDrainDuration)))
 	if lab.Cluster != nil {
 		// The kubeconfig stays a secret; `igwlab kubeconfig` writes it to a file or merges it

@@ -13,7 +13,8 @@ func TestBuiltinCatalog(t *testing.T) {
 	want := []string{"01-baseline", "02-trigger", "03-mcs-cap", "04-mrpc", "05-windows",
 		"02-fortio", "03-fortio", "04-fortio", "05-fortio", "06-waypoint-baseline",
 		"07-waypoint-trigger", "08-buffers-control", "08-buffers", "09-hol-blocking", "10-rotation",
-		"11-realistic-filters", "12-grpc-variant", "13-conn-balance-control", "13-conn-balance"}
+		"11-realistic-filters", "12-grpc-variant", "13-conn-balance-control", "13-conn-balance",
+		"14-upload-window-control", "14-upload-window"}
 	if got := strings.Join(cat.Names(), " "); got != strings.Join(want, " ") {
 		t.Fatalf("run order\n got %s\nwant %s", got, strings.Join(want, " "))
 	}

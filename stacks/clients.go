@@ -22,6 +22,8 @@ type ClientKind struct {
 	SlowMode string
 	// Shade is how plots draw its bars: dark, light or orange.
 	Shade string
+	// Uploads says the client takes client.body_bytes: it POSTs a body of that size.
+	Uploads bool
 	// TimedFromSend says the client times a request from when it sends it rather than from when
 	// it was due, so its latencies are far smaller and are plotted on a scale of their own.
 	TimedFromSend bool
@@ -34,7 +36,7 @@ type ClientKind struct {
 // is a fixed pool that queues, and the gRPC client keeps one ClientConn (as ghz
 // --connections=1 does).
 var ClientKinds = []ClientKind{
-	{Kind: "h2dial", Modes: []string{"shared", "distinct"}, SlowMode: "shared", Shade: "dark", OpenLoop: true},
+	{Kind: "h2dial", Modes: []string{"shared", "distinct"}, SlowMode: "shared", Shade: "dark", Uploads: true, OpenLoop: true},
 	{Kind: "fortio", Shade: "light", TimedFromSend: true},
 	{Kind: "grpc", Connections: true, NoPath: true, Shade: "orange"},
 }
@@ -87,6 +89,12 @@ func checkClient(s *Scenario, bad func(field, msg string), intRange func(field s
 		bad("client.path", fmt.Sprintf("%q must start with /", c.Path))
 	}
 	qpsRange("client.qps", c.QPS)
+	if c.BodyBytes != 0 {
+		if !kind.Uploads {
+			bad("client.body_bytes", "only "+strings.Join(clientNames(func(k ClientKind) bool { return k.Uploads }), ", ")+" uploads a request body")
+		}
+		intRange("client.body_bytes", c.BodyBytes)
+	}
 	if c.Slow != nil {
 		if kind.SlowMode == "" || c.Mode != kind.SlowMode {
 			var with []string

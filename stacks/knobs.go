@@ -72,7 +72,8 @@ type KnobSpec struct {
 	Min, Max   uint64
 	MinD, MaxD time.Duration
 	// Default is the value in force on an Istio 1.27 gateway (Envoy 1.35) when the knob is not
-	// set, as text: Envoy's default, unless Istio sets its own.
+	// set, as text: Envoy's default, unless Istio sets its own. Defaults that change between
+	// Envoy releases come from EnvoyReleases.
 	Default string
 	// InForce is that value written as the knob is ("" where Envoy leaves the field out and
 	// the feature off). The emulator runs with it and its config_dump shows it.
@@ -90,13 +91,13 @@ const maxProtoDuration = 10 * 365 * 24 * time.Hour
 // Registry lists every knob the catalog accepts, with Envoy's names, ranges and defaults.
 var Registry = []KnobSpec{
 	{Path: "hcm.http2_protocol_options.max_concurrent_streams", Type: Uint32, Min: 1, Max: 2147483647,
-		Default: "2147483647", InForce: "2147483647", Unit: "streams",
+		Default: envoyDefault("hcm.http2_protocol_options.max_concurrent_streams"), InForce: envoyDefault("hcm.http2_protocol_options.max_concurrent_streams"), Unit: "streams",
 		Doc: "SETTINGS_MAX_CONCURRENT_STREAMS advertised to clients; a stream over it is refused (REFUSED_STREAM) until the client acknowledges the setting, and is a connection error (GOAWAY PROTOCOL_ERROR) after."},
 	{Path: "hcm.http2_protocol_options.initial_stream_window_size", Type: Uint32, Min: 65535, Max: 2147483647,
-		Default: "268435456", InForce: "268435456", Unit: "bytes",
+		Default: envoyDefault("hcm.http2_protocol_options.initial_stream_window_size"), InForce: envoyDefault("hcm.http2_protocol_options.initial_stream_window_size"), Unit: "bytes",
 		Doc: "per-stream HTTP/2 receive window, also the soft limit of bytes buffered per stream."},
 	{Path: "hcm.http2_protocol_options.initial_connection_window_size", Type: Uint32, Min: 65535, Max: 2147483647,
-		Default: "268435456", InForce: "268435456", Unit: "bytes",
+		Default: envoyDefault("hcm.http2_protocol_options.initial_connection_window_size"), InForce: envoyDefault("hcm.http2_protocol_options.initial_connection_window_size"), Unit: "bytes",
 		Doc: "per-connection HTTP/2 receive window."},
 	{Path: "hcm.common_http_protocol_options.max_requests_per_connection", Type: Uint32, Min: 0, Max: math.MaxUint32,
 		Default: "unlimited", Unit: "requests",

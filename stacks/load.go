@@ -92,6 +92,7 @@ var (
 		"client.concurrency":       {1, 20000},
 		"client.connections":       {1, 1000},
 		"client.slow.workers":      {1, 1000},
+		"client.body_bytes":        {0, 1 << 30},
 		"local.client.concurrency": {1, 20000},
 		"requires.min_concurrency": {0, 256},
 	}
@@ -109,6 +110,7 @@ var (
 		"requires.min_concurrency": "; 0 means no requirement",
 		"local.client.concurrency": "; 0 keeps the lab's",
 		"client.connections":       "; 0 means 1",
+		"client.body_bytes":        "; 0 means GET",
 	}
 )
 

@@ -79,6 +79,9 @@ type Client struct {
 	Path string `yaml:"path"`
 	// QPS is the target request rate; 0 means as fast as the client goes (closed loop).
 	QPS float64 `yaml:"qps"`
+	// BodyBytes makes every request a POST uploading that many bytes (0: GET), so that the
+	// gateway's receive windows govern the request body.
+	BodyBytes int `yaml:"body_bytes"`
 	// Slow adds slow workers on the same transport (head-of-line blocking, scenario 09).
 	Slow *Slow `yaml:"slow"`
 	// Headers are sent with every request; "${JWT}" is replaced with a token signed by the

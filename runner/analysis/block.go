@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/igwlab/igwlab/stacks"
 )
 
 // Header describes the run an evaluation block belongs to.
@@ -13,6 +15,33 @@ type Header struct {
 	Pods        int
 	Concurrency int
 	Repeat      int
+	// EnvoyDefaults, ClientRTTMs and UpstreamRTTMs are the target's (gateway.Info's).
+	EnvoyDefaults              string
+	ClientRTTMs, UpstreamRTTMs float64
+}
+
+// InForce says which Envoy release's defaults and which round-trip times the run had: "Envoy
+// 1.35 defaults (Istio 1.27); round-trip time 20 ms clients-gateway, 20 ms gateway-upstreams".
+// Empty when the target said neither.
+func (h Header) InForce() string {
+	var parts []string
+	if h.EnvoyDefaults != "" {
+		text := "Envoy " + h.EnvoyDefaults + " defaults"
+		if r, err := stacks.LookupEnvoy(h.EnvoyDefaults); err == nil {
+			text += " (Istio " + r.Istio + ")"
+		}
+		parts = append(parts, text)
+	}
+	if h.ClientRTTMs > 0 || h.UpstreamRTTMs > 0 {
+		parts = append(parts, fmt.Sprintf("round-trip time %g ms clients-gateway, %g ms gateway-upstreams", h.ClientRTTMs, h.UpstreamRTTMs))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// departsFromDefault says whether the run differs from a default local run in the Envoy
+// defaults or round-trip time it had.
+func (h Header) departsFromDefault() bool {
+	return (h.EnvoyDefaults != "" && h.EnvoyDefaults != stacks.DefaultEnvoy) || h.ClientRTTMs > 0 || h.UpstreamRTTMs > 0
 }
 
 // WriteBlock prints the hypothesis evaluation block: one line per call, with the ratio and the
@@ -20,6 +49,9 @@ type Header struct {
 func WriteBlock(w io.Writer, h Header, vs []Verdict) {
 	fmt.Fprintf(w, "\nHypothesis evaluation (%s target: %d pods x %d worker(s), %d run(s) per scenario)\n",
 		h.Target, h.Pods, h.Concurrency, max(1, h.Repeat))
+	if h.departsFromDefault() {
+		fmt.Fprintf(w, "in force: %s\n", h.InForce())
+	}
 	fmt.Fprintln(w, strings.Repeat("-", 100))
 	var notRun []string
 	for _, v := range vs {

@@ -97,12 +97,14 @@ var checks = []check{
 			if a >= floor && b < 0.2*a {
 				v = Pass
 			}
-			detail := fmt.Sprintf("upstream read pauses: s5 %d vs s2 %d (a bottleneck would pause at least %.0f times in s2's %d requests); p99 %.1f ms vs %.1f ms. At loopback RTT a window refills at once, and the HCM windows govern what clients send and what the gateway buffers per stream, not how fast responses flow", int(b), int(a), floor, s2.Requests, s5.P99Ms, s2.P99Ms)
+			detail := fmt.Sprintf("upstream read pauses: s5 %d vs s2 %d (a bottleneck would pause at least %.0f times in s2's %d requests); p99 %.1f ms vs %.1f ms. %s", int(b), int(a), floor, s2.Requests, s5.P99Ms, s2.P99Ms, downloadsNotWindowBound(s5))
 			if a == 0 && b == 0 {
 				ratio = math.NaN()
 			}
 			return v, ratio, "s5 paused / s2 paused", nums{"s2_paused": a, "s5_paused": b, "s2_p99_ms": s2.P99Ms, "s5_p99_ms": s5.P99Ms}, detail
 		}},
+	{id: "H-D upload", title: "a small receive window bounds uploads across a round trip", roles: []string{"control", "small-window"},
+		eval: uploadWindowCall},
 	{id: "H-E", title: "exact_balance evens workers inside a pod", roles: []string{"control", "balanced"},
 		eval: func(get lookup, _ int) (string, float64, string, nums, string) {
 			c, e := get("control"), get("balanced")

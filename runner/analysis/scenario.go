@@ -29,6 +29,9 @@ type Input struct {
 	ClosedDuringLoad float64
 	Client           *Client // nil when the client reported nothing
 	Window           time.Duration
+	// ClientRTT is the round-trip time the target added between the clients and the gateway
+	// (the local target's --rtt); 0 where the network's own is all there is.
+	ClientRTT time.Duration
 }
 
 // Scenario is what the analysis needs to know of the scenario that ran.
@@ -38,6 +41,8 @@ type Scenario struct {
 	Client string
 	// Knobs are every knob in force, set or default.
 	Knobs []stacks.KnobValue
+	// Streams is the client's concurrency, and BodyBytes what each of its requests uploads.
+	Streams, BodyBytes int
 }
 
 // Client is what the load client saw in the window.
@@ -97,6 +102,12 @@ type Result struct {
 	Knobs      []stacks.KnobValue `json:"knobs"`
 	Departures []stacks.Departure `json:"local_departures,omitempty"`
 	WindowS    float64            `json:"window_s"`
+	// Streams, UploadBytes and ClientRTTMs are what an upload's throughput is judged by: the
+	// client's concurrent streams, the bytes each request uploads, and the round-trip time the
+	// target added between clients and gateway.
+	Streams     int     `json:"streams,omitempty"`
+	UploadBytes int     `json:"upload_bytes,omitempty"`
+	ClientRTTMs float64 `json:"client_rtt_ms,omitempty"`
 
 	Tier
 	CVActive float64 `json:"cv_cx_active"`
@@ -147,6 +158,10 @@ func Analyze(in Input) *Result {
 		Name: in.Scenario.Name, Title: in.Scenario.Title, Hypothesis: in.Scenario.Hypothesis,
 		Client: in.Scenario.Client, Status: StatusOK, Knobs: in.Scenario.Knobs,
 		WindowS: in.Window.Seconds(), Peaks: in.Peaks, Departures: in.Departures,
+		ClientRTTMs: float64(in.ClientRTT) / float64(time.Millisecond),
+	}
+	if in.Scenario.BodyBytes > 0 {
+		r.Streams, r.UploadBytes = in.Scenario.Streams, in.Scenario.BodyBytes
 	}
 	deltas, restarted := deltaAll(in.Pre, in.Post)
 	if restarted {
@@ -285,5 +300,6 @@ func workerCV(m map[int]float64) float64 {
 
 // ScenarioOf is what the analysis needs of a scenario as it ran.
 func ScenarioOf(sc stacks.Scenario) Scenario {
-	return Scenario{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis, Client: sc.Client.Kind, Knobs: sc.Knobs.Effective()}
+	return Scenario{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis, Client: sc.Client.Kind, Knobs: sc.Knobs.Effective(),
+		Streams: sc.Client.Concurrency, BodyBytes: sc.Client.BodyBytes}
 }

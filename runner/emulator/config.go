@@ -65,6 +65,16 @@ func newListenerConfig(s Setup, generation int) *listenerConfig {
 	return c
 }
 
+// listenerConfig is the configuration the pool's pods serve s with: its knobs, and for those it
+// leaves unset, the defaults of the pool's Envoy release.
+func (p *Pool) listenerConfig(s Setup, generation int) *listenerConfig {
+	if p.cfg.Envoy != stacks.DefaultEnvoy {
+		rel, _ := stacks.LookupEnvoy(p.cfg.Envoy) // checked by Config.Check
+		s.Knobs = s.Knobs.WithDefaults(rel)
+	}
+	return newListenerConfig(s, generation)
+}
+
 // listenerLevelDiffers says whether o changes the listener itself rather than only its filter
 // chain: a change to a Listener field makes Envoy replace the listener instead of updating it
 // in place.

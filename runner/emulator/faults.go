@@ -36,7 +36,7 @@ func (p *Pool) RestartPod(i int) error {
 		return fmt.Errorf("pod %s is up; kill it first", pod.Name)
 	}
 	p.mu.Lock()
-	cfg := newListenerConfig(p.setup, p.generation)
+	cfg := p.listenerConfig(p.setup, p.generation)
 	p.mu.Unlock()
 	pod.mu.Lock()
 	port, adminPort := pod.port, pod.adminPort

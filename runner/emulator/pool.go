@@ -71,6 +71,9 @@ type Config struct {
 	// ListenerDrainTime is how long a replaced listener's connections may drain before they are
 	// closed: Envoy's --drain-time-s, which Istio sets from the proxy's drainDuration.
 	ListenerDrainTime time.Duration
+	// Envoy is the Envoy release whose defaults the pods run with for the knobs a scenario
+	// leaves unset (stacks.EnvoyReleases; "": stacks.DefaultEnvoy, Istio 1.27's).
+	Envoy string
 }
 
 // HTTP/2 codecs Envoy can use downstream.
@@ -105,6 +108,11 @@ func (c *Config) Check() error {
 	}
 	if c.Codec != "" && c.Codec != CodecOghttp2 && c.Codec != CodecNghttp2 {
 		return fmt.Errorf("http2 codec %q: allowed %s (Envoy 1.35's default), %s", c.Codec, CodecOghttp2, CodecNghttp2)
+	}
+	if c.Envoy != "" {
+		if _, err := stacks.LookupEnvoy(c.Envoy); err != nil {
+			return err
+		}
 	}
 	if c.ClientRTT < 0 || c.ClientRTT > 10*time.Second || c.UpstreamRTT < 0 || c.UpstreamRTT > 10*time.Second {
 		return fmt.Errorf("round-trip time %s (clients) / %s (upstreams): allowed [0, 10s]", c.ClientRTT, c.UpstreamRTT)
@@ -175,6 +183,9 @@ func Start(cfg Config) (*Pool, error) {
 	if cfg.ListenerDrainTime == 0 {
 		cfg.ListenerDrainTime = DefaultListenerDrainTime
 	}
+	if cfg.Envoy == "" {
+		cfg.Envoy = stacks.DefaultEnvoy
+	}
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
@@ -199,9 +210,9 @@ func Start(cfg Config) (*Pool, error) {
 		}
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed>>1))
-	base := newListenerConfig(Setup{}, 0)
+	base := p.listenerConfig(Setup{}, 0)
 
-	wpCfg := newListenerConfig(Setup{}, 0)
+	wpCfg := p.listenerConfig(Setup{}, 0)
 	for i := 0; i < cfg.WaypointPods; i++ {
 		pod := p.newPod(roleWaypoint, i, rng, "igw-test-waypoint", "0.0.0.0_15008", "inbound_0.0.0.0_15008", 1)
 		pod.mcsCap = 100 // Istio caps streams on the HBONE listener: all its streams share one worker
@@ -325,7 +336,7 @@ func (p *Pool) Apply(s Setup) int {
 	p.generation++
 	changed := setupKey(p.setup) != setupKey(s)
 	p.setup = s
-	cfg := newListenerConfig(s, p.generation)
+	cfg := p.listenerConfig(s, p.generation)
 	gen := p.generation
 	p.mu.Unlock()
 	drained := 0

@@ -43,6 +43,14 @@ type Info struct {
 	// Departures are where this target runs every scenario differently from the lab (the
 	// local target's short listener drain), shown with each scenario's own.
 	Departures []stacks.Departure `json:"departures,omitempty"`
+	// ClientRTTMs and UpstreamRTTMs are the round-trip times the target adds between the
+	// clients and the gateway and between the gateway and its upstreams (the local target's
+	// --rtt); 0 where the network's own is all there is.
+	ClientRTTMs float64 `json:"client_rtt_ms,omitempty"`
+	// EnvoyDefaults is the Envoy release whose defaults the gateway runs with for knobs a
+	// scenario leaves unset ("1.35" on Istio 1.27, "1.36" from Istio 1.28).
+	EnvoyDefaults string  `json:"envoy_defaults,omitempty"`
+	UpstreamRTTMs float64 `json:"upstream_rtt_ms,omitempty"`
 }
 
 // Target is a gateway pool the runner can drive.

@@ -22,7 +22,7 @@ func init() {
 func runH2dial(ctx context.Context, s Spec) (*Result, error) {
 	o := h2dial.Options{
 		URL: s.scheme() + s.Target + s.Path, Mode: h2dial.Mode(s.Mode), Concurrency: s.Concurrency, InsecureTLS: s.TLS,
-		Duration: s.Duration, QPS: s.QPS, SlowWorkers: s.SlowWorkers, AllowRemote: s.AllowRemote,
+		Duration: s.Duration, QPS: s.QPS, SlowWorkers: s.SlowWorkers, AllowRemote: s.AllowRemote, BodyBytes: s.BodyBytes,
 		Header: map[string][]string{},
 	}
 	if s.SlowPath != "" {
@@ -60,6 +60,9 @@ func H2dialArgs(s Spec, target string) []string {
 		"-duration", s.Duration.String(), "-json", "-allow-remote"}
 	if s.QPS > 0 {
 		args = append(args, "-qps", fmt.Sprint(s.QPS))
+	}
+	if s.BodyBytes > 0 {
+		args = append(args, "-body-bytes", fmt.Sprint(s.BodyBytes))
 	}
 	if s.SlowPath != "" {
 		args = append(args, "-slow-url", "http://"+target+s.SlowPath, "-slow-workers", fmt.Sprint(s.SlowWorkers))

@@ -24,6 +24,7 @@ type Spec struct {
 	Target      string
 	Path        string
 	QPS         float64
+	BodyBytes   int // h2dial: POST a body of this many bytes with every request
 	Duration    time.Duration
 	SlowPath    string
 	SlowWorkers int

@@ -11,7 +11,12 @@ import (
 // Compare writes two runs side by side: each scenario's spread, load and tail, and each call.
 func Compare(w io.Writer, a, b *Run, nameA, nameB string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "A: %s (%s, %d pods x %d)\tB: %s (%s, %d pods x %d)\n\n", nameA, a.Target, a.Pods, a.Concurrency, nameB, b.Target, b.Pods, b.Concurrency)
+	fmt.Fprintf(tw, "A: %s (%s, %d pods x %d)\tB: %s (%s, %d pods x %d)\n", nameA, a.Target, a.Pods, a.Concurrency, nameB, b.Target, b.Pods, b.Concurrency)
+	if a.InForce != "" || b.InForce != "" {
+		// Two runs under different Envoy defaults or round trips: what an upgrade or a network changes.
+		fmt.Fprintf(tw, "A: %s\tB: %s\n", orDash(a.InForce), orDash(b.InForce))
+	}
+	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "SCENARIO\tk A\tk B\tCV A\tCV B\trps A\trps B\tp99 A\tp99 B\tdrained A\tdrained B")
 	seen := map[string]bool{}
 	for _, order := range [][]string{a.Order, b.Order} {

@@ -71,6 +71,11 @@ type summary struct {
 	Order       []string                    `json:"order"`
 	Scenarios   map[string]*analysis.Result `json:"scenarios"`
 	Hypotheses  map[string]analysis.Verdict `json:"hypotheses"`
+	Info        struct {
+		EnvoyDefaults string  `json:"envoy_defaults"`
+		ClientRTTMs   float64 `json:"client_rtt_ms"`
+		UpstreamRTTMs float64 `json:"upstream_rtt_ms"`
+	} `json:"info"`
 }
 
 // Load reads a results folder (summary.json and each scenario's files).
@@ -89,7 +94,8 @@ func Load(dir string) (*Run, error) {
 	}
 	r := &Run{Target: s.Target, Pods: s.Pods, Concurrency: s.Concurrency, Order: s.Order, Scenarios: s.Scenarios,
 		Hypotheses: s.Hypotheses, Series: map[string]*Series{}, Teaches: map[string]string{}, Why: map[string]string{},
-		Feeds: cat.Feeds()}
+		Feeds: cat.Feeds(), InForce: analysis.Header{EnvoyDefaults: s.Info.EnvoyDefaults,
+			ClientRTTMs: s.Info.ClientRTTMs, UpstreamRTTMs: s.Info.UpstreamRTTMs}.InForce()}
 	for _, id := range append(analysis.CheckIDs(), "stream-cap", "goaway") {
 		if v, ok := s.Hypotheses[id]; ok {
 			r.Evaluation = append(r.Evaluation, v)

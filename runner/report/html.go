@@ -49,7 +49,7 @@ var page = template.Must(template.Must(template.New("report").Funcs(template.Fun
 {{template "style"}}</head>
 <body>
 <h1>Thread concentration on the ingress gateway</h1>
-<p class="muted">{{.Run.Target}} target: {{.Run.Pods}} gateway pods x {{.Run.Concurrency}} worker(s).
+<p class="muted">{{.Run.Target}} target: {{.Run.Pods}} gateway pods x {{.Run.Concurrency}} worker(s).{{if .Run.InForce}} In force: {{.Run.InForce}}.{{end}}
 A few long-lived HTTP/2 connections put all their streams on a few Envoy workers; this run measures how the lab's knobs change that for each kind of client.</p>
 
 <h2>Hypothesis evaluation</h2>

@@ -20,10 +20,13 @@ type Run struct {
 	Target      string
 	Pods        int
 	Concurrency int
-	Order       []string
-	Scenarios   map[string]*analysis.Result
-	Hypotheses  map[string]analysis.Verdict
-	Evaluation  []analysis.Verdict
+	// InForce names the Envoy defaults and round-trip times the run had ("" where the run
+	// did not record them).
+	InForce    string
+	Order      []string
+	Scenarios  map[string]*analysis.Result
+	Hypotheses map[string]analysis.Verdict
+	Evaluation []analysis.Verdict
 	// Series holds each scenario's timeseries.csv.
 	Series map[string]*Series
 	// Teaches says what each scenario shows (from its scenario.yaml).

@@ -82,8 +82,10 @@ func readInput(sdir string, sum Summary, rec *analysis.Result, view func(stats.S
 			names = n
 		}
 	}
-	sc := analysis.Scenario{Name: rec.Name, Title: rec.Title, Hypothesis: rec.Hypothesis, Client: rec.Client, Knobs: rec.Knobs}
-	in := &analysis.Input{Scenario: sc, Departures: rec.Departures, Window: time.Duration(rec.WindowS * float64(time.Second)), Peaks: rec.Peaks}
+	sc := analysis.Scenario{Name: rec.Name, Title: rec.Title, Hypothesis: rec.Hypothesis, Client: rec.Client, Knobs: rec.Knobs,
+		Streams: rec.Streams, BodyBytes: rec.UploadBytes}
+	in := &analysis.Input{Scenario: sc, Departures: rec.Departures, Window: time.Duration(rec.WindowS * float64(time.Second)), Peaks: rec.Peaks,
+		ClientRTT: time.Duration(rec.ClientRTTMs * float64(time.Millisecond))}
 	for i := range post {
 		in.Pre = append(in.Pre, stats.Extract(pre[i], names))
 		in.Post = append(in.Post, stats.Extract(post[i], names))

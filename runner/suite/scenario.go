@@ -185,7 +185,7 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 		return nil, fmt.Errorf("reading stats after the load: %w", err)
 	}
 	in := &analysis.Input{Scenario: analysis.ScenarioOf(sc), Departures: deps, Client: clientInput(result), Window: window, Peaks: smp.Peaks,
-		ClosedDuringLoad: smp.ClosedDuringLoad()}
+		ClosedDuringLoad: smp.ClosedDuringLoad(), ClientRTT: time.Duration(r.info.ClientRTTMs * float64(time.Millisecond))}
 	for i := range gw {
 		in.Pre = append(in.Pre, stats.Extract(pre[i], names))
 		in.Post = append(in.Post, stats.Extract(post[i], names))
@@ -294,7 +294,7 @@ func (r *run) dumps(ctx context.Context, pods []gateway.Pod, dir string, ew *mea
 func (r *run) loadSpec(sc stacks.Scenario) (load.Spec, error) {
 	c := sc.Client
 	spec := load.Spec{Kind: c.Kind, Mode: c.Mode, Concurrency: c.Concurrency, Connections: c.Connections,
-		Path: c.Path, QPS: c.QPS, Duration: sc.Load.Duration.D(), Authority: c.Authority, Headers: map[string]string{}}
+		Path: c.Path, QPS: c.QPS, BodyBytes: c.BodyBytes, Duration: sc.Load.Duration.D(), Authority: c.Authority, Headers: map[string]string{}}
 	if c.Slow != nil {
 		spec.SlowPath, spec.SlowWorkers = c.Slow.Path, c.Slow.Workers
 	}
@@ -325,6 +325,9 @@ func writeScenarioFile(path string, lab *stacks.Scenario, run stacks.Scenario, d
 	}
 	if why != "" {
 		doc["local_departures_why"] = why
+	}
+	if info.EnvoyDefaults != "" {
+		doc["envoy_defaults"] = info.EnvoyDefaults
 	}
 	if len(deps) > 0 {
 		doc["local_departures"] = deps

@@ -193,7 +193,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			sum.Hypotheses[v.ID] = v
 		}
 		var b strings.Builder
-		analysis.WriteBlock(&b, analysis.Header{Target: info.Name, Pods: info.Pods, Concurrency: info.Concurrency, Repeat: o.Repeat}, sum.Evaluation)
+		analysis.WriteBlock(&b, sum.Header(), sum.Evaluation)
 		_ = measure.WriteFile(filepath.Join(dir, "evaluation.txt"), []byte(b.String()))
 	}
 	sum.Finished = o.Now().UTC()
@@ -212,6 +212,12 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return sum, ErrInterrupted
 	}
 	return sum, nil
+}
+
+// Header describes the run for its evaluation block.
+func (s *Summary) Header() analysis.Header {
+	return analysis.Header{Target: s.Target, Pods: s.Pods, Concurrency: s.Concurrency, Repeat: s.Repeat,
+		EnvoyDefaults: s.Info.EnvoyDefaults, ClientRTTMs: s.Info.ClientRTTMs, UpstreamRTTMs: s.Info.UpstreamRTTMs}
 }
 
 func (r *run) evaluate() []analysis.Verdict {

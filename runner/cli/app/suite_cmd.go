@@ -166,7 +166,7 @@ func (e *Env) runSuite(ctx context.Context, a *suiteArgs, command []string) erro
 			return e
 		}
 	} else if len(sum.Evaluation) > 0 {
-		analysis.WriteBlock(stdout, analysis.Header{Target: sum.Target, Pods: sum.Pods, Concurrency: sum.Concurrency, Repeat: sum.Repeat}, sum.Evaluation)
+		analysis.WriteBlock(stdout, sum.Header(), sum.Evaluation)
 	}
 	if progress != nil {
 		io.WriteString(progress, "results: "+sum.Dir+"\n")

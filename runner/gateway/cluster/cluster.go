@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"time"
 
@@ -111,8 +112,20 @@ func (c *Cluster) Info(ctx context.Context) (gateway.Info, error) {
 	}
 	wp, _ := c.Pods(ctx, gateway.Waypoint)
 	return gateway.Info{Name: c.o.Name, Pods: len(pods), Concurrency: si.Concurrency, Waypoints: len(wp),
-		Endpoint: ServiceAddr, Details: map[string]any{"envoy": si.Version}}, nil
+		Endpoint: ServiceAddr, Details: map[string]any{"envoy": si.Version}, EnvoyDefaults: envoyMinor(si.Version)}, nil
 }
+
+// envoyMinor is the minor release in Envoy's server_info version
+// ("<commit>/1.35.3/Clean/RELEASE/BoringSSL" is "1.35"), or "" when there is none.
+func envoyMinor(version string) string {
+	m := envoyVersion.FindStringSubmatch(version)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+var envoyVersion = regexp.MustCompile(`/(1\.\d+)\.\d+`)
 
 // Apply implements gateway.Target: set the stack's scenario and `pulumi up`, which with the
 // stack's checks on (igwlab:verify) returns only once the listeners the change replaced have

@@ -2,11 +2,13 @@ package local
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/stacks"
 )
 
 // LocalDrainTime is the local target's listener drain time: Istio's 45 s default would add
@@ -20,13 +22,20 @@ const LocalDrainTime = time.Second
 type PoolFlags struct {
 	pods, concurrency, waypointPods, waypointWorkers int
 	serviceTime, perKiB, connCost, drainTime         time.Duration
-	balance, codec                                   string
+	balance, codec, envoy                            string
 	seed                                             uint64
 	tls                                              bool
+	rtt, clientRTT, upstreamRTT                      time.Duration
+	fs                                               *pflag.FlagSet
 }
+
+// MaxRTT bounds --rtt and its per-tier flags: a round trip longer than a second is no
+// network a gateway pool sits on, and would only stretch every scenario.
+const MaxRTT = time.Second
 
 // Register adds the flags to fs.
 func (p *PoolFlags) Register(fs *pflag.FlagSet) {
+	p.fs = fs
 	d := emulator.DefaultModel
 	fs.IntVar(&p.pods, "pods", 6, "gateway pods (1..64)")
 	fs.IntVar(&p.concurrency, "concurrency", 1, "Envoy workers per gateway pod (1..64)")
@@ -39,6 +48,10 @@ func (p *PoolFlags) Register(fs *pflag.FlagSet) {
 	fs.Uint64Var(&p.seed, "seed", 0, "seed for pod placement (0 = random each run)")
 	fs.DurationVar(&p.drainTime, "drain-time", LocalDrainTime, "how long a replaced listener's connections may drain before they are closed (Envoy's --drain-time-s; Istio's default is 45s)")
 	fs.StringVar(&p.codec, "http2-codec", emulator.CodecOghttp2, "Envoy's downstream HTTP/2 library: oghttp2 (Envoy 1.35's default) or nghttp2")
+	fs.DurationVar(&p.rtt, "rtt", 0, "round-trip time on both tiers, clients-gateway and gateway-upstream: every byte is delayed half of it each way (0..1s; 0: loopback's)")
+	fs.DurationVar(&p.clientRTT, "client-rtt", 0, "round-trip time between the clients and the gateway pods only, overriding --rtt for that tier (0..1s)")
+	fs.DurationVar(&p.upstreamRTT, "upstream-rtt", 0, "round-trip time between the gateway pods and their upstreams only, overriding --rtt for that tier (0..1s)")
+	fs.StringVar(&p.envoy, "envoy-defaults", stacks.DefaultEnvoy, "the Envoy release whose defaults the pods run with for knobs a scenario leaves unset: "+envoyChoices()+"; 1.36 caps streams at 1024 and shrinks the HTTP/2 windows to 16 MiB / 24 MiB")
 	fs.BoolVar(&p.tls, "tls", false, "terminate TLS on the gateway (listener 0.0.0.0_443): every new connection costs its worker a handshake")
 }
 
@@ -46,7 +59,7 @@ func (p *PoolFlags) Register(fs *pflag.FlagSet) {
 func (p *PoolFlags) Config() (emulator.Config, error) {
 	c := emulator.Config{Pods: p.pods, Workers: p.concurrency, WaypointPods: p.waypointPods,
 		WaypointWorkers: p.waypointWorkers, Balance: p.balance, Seed: p.seed, TLS: p.tls,
-		ListenerDrainTime: p.drainTime, Codec: p.codec,
+		ListenerDrainTime: p.drainTime, Codec: p.codec, Envoy: p.envoy,
 		Model: emulator.Model{ServiceTime: p.serviceTime, PerKiB: p.perKiB, ConnCost: p.connCost}}
 	for _, f := range []struct {
 		flag      string
@@ -71,6 +84,22 @@ func (p *PoolFlags) Config() (emulator.Config, error) {
 	if p.drainTime <= 0 || p.drainTime > time.Hour {
 		return c, fmt.Errorf("--drain-time %s: allowed (0, 1h]", p.drainTime)
 	}
+	c.ClientRTT, c.UpstreamRTT = p.rtt, p.rtt
+	for _, f := range []struct {
+		flag string
+		v    time.Duration
+		tier *time.Duration
+	}{{"rtt", p.rtt, nil}, {"client-rtt", p.clientRTT, &c.ClientRTT}, {"upstream-rtt", p.upstreamRTT, &c.UpstreamRTT}} {
+		if f.v < 0 || f.v > MaxRTT {
+			return c, fmt.Errorf("--%s %s: allowed 0..%s", f.flag, f.v, MaxRTT)
+		}
+		if f.tier != nil && p.fs != nil && p.fs.Changed(f.flag) {
+			*f.tier = f.v
+		}
+	}
+	if _, err := stacks.LookupEnvoy(p.envoy); err != nil {
+		return c, fmt.Errorf("--envoy-defaults %q: allowed %s", p.envoy, envoyChoices())
+	}
 	if p.codec != emulator.CodecOghttp2 && p.codec != emulator.CodecNghttp2 {
 		return c, fmt.Errorf("--http2-codec %q: allowed %s (Envoy 1.35's default), %s", p.codec, emulator.CodecOghttp2, emulator.CodecNghttp2)
 	}
@@ -83,4 +112,13 @@ func (p *PoolFlags) Config() (emulator.Config, error) {
 		return c, fmt.Errorf("--balance %q: allowed random, round-robin, source-hash", p.balance)
 	}
 	return c, nil
+}
+
+// envoyChoices lists the Envoy releases --envoy-defaults takes, with the Istio that ships each.
+func envoyChoices() string {
+	var out []string
+	for _, r := range stacks.EnvoyReleases {
+		out = append(out, fmt.Sprintf("%s (Istio %s)", r.Envoy, r.Istio))
+	}
+	return strings.Join(out, ", ")
 }

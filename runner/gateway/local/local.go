@@ -52,9 +52,15 @@ func NewLocal(cfg emulator.Config) (*Local, error) {
 	return &Local{Pool: p, client: &http.Client{Timeout: gateway.AdminTimeout}}, nil
 }
 
-// Resolve implements gateway.Target.
+// Resolve implements gateway.Target: under another Envoy release's defaults, the knobs a
+// scenario leaves unset take that release's values, so that what ran says what was in force.
 func (l *Local) Resolve(lab *stacks.Scenario) (stacks.Scenario, []stacks.Departure) {
-	return Resolve(lab)
+	sc, deps := Resolve(lab)
+	if v := l.Pool.Config().Envoy; v != stacks.DefaultEnvoy {
+		rel, _ := stacks.LookupEnvoy(v) // checked when the pool started
+		sc.Knobs = sc.Knobs.WithDefaults(rel)
+	}
+	return sc, deps
 }
 
 // Info implements gateway.Target.
@@ -69,12 +75,49 @@ func (l *Local) Info(context.Context) (gateway.Info, error) {
 			"access_log_entry_cost_us": al.Microseconds(), "tls": c.TLS,
 			"tls_handshake_cost_us": l.Pool.TLSHandshakeCost().Microseconds(),
 			"http2_codec":           c.Codec, "listener_drain_s": c.ListenerDrainTime.Seconds(),
-		}, Departures: []stacks.Departure{{
-			Field: "gateway listener drain time (Envoy --drain-time-s)",
-			Lab:   "the lab's igwlab:gatewayDrainDuration, the gateway pods' drainDuration (Istio's own default is 45s)",
-			Local: c.ListenerDrainTime.String(),
-		}}}, nil
+		}, Departures: departures(c), ClientRTTMs: ms(c.ClientRTT), UpstreamRTTMs: ms(c.UpstreamRTT), EnvoyDefaults: c.Envoy}, nil
 }
+
+// departures are where the pool itself runs every scenario differently from the lab: its
+// short listener drain, and a round-trip time when one is set.
+func departures(c emulator.Config) []stacks.Departure {
+	out := []stacks.Departure{{
+		Field: "gateway listener drain time (Envoy --drain-time-s)",
+		Lab:   "the lab's igwlab:gatewayDrainDuration, the gateway pods' drainDuration (Istio's own default is 45s)",
+		Local: c.ListenerDrainTime.String(),
+	}}
+	if c.Envoy != "" && c.Envoy != stacks.DefaultEnvoy {
+		rel, _ := stacks.LookupEnvoy(c.Envoy)
+		lab, _ := stacks.LookupEnvoy(stacks.DefaultEnvoy)
+		out = append(out, stacks.Departure{Field: "Envoy defaults of knobs a scenario leaves unset (--envoy-defaults)",
+			Lab:   fmt.Sprintf("the release igwlab:istioVersion ships: Envoy %s with the lab's Istio %s (%s)", lab.Envoy, lab.Istio, defaultsText(lab)),
+			Local: fmt.Sprintf("Envoy %s (Istio %s and later: %s)", rel.Envoy, rel.Istio, defaultsText(rel))})
+	}
+	for _, t := range []struct {
+		tier, flag string
+		rtt        time.Duration
+	}{{"clients to gateway", "--client-rtt", c.ClientRTT}, {"gateway to upstreams", "--upstream-rtt", c.UpstreamRTT}} {
+		if t.rtt > 0 {
+			out = append(out, stacks.Departure{Field: "round-trip time, " + t.tier,
+				Lab:   "the cluster network's own (well under a millisecond inside one k3d node)",
+				Local: fmt.Sprintf("%s (--rtt or %s: every byte delayed %s each way)", t.rtt, t.flag, t.rtt/2)})
+		}
+	}
+	return out
+}
+
+// defaultsText lists a release's defaults by knob name.
+func defaultsText(r stacks.EnvoyRelease) string {
+	var parts []string
+	for _, s := range stacks.Registry {
+		if v, ok := r.Defaults[s.Path]; ok {
+			parts = append(parts, s.Path[strings.LastIndex(s.Path, ".")+1:]+" "+v)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // Apply implements gateway.Target: the knobs reach every pod at once, as a new listener config does,
 // and like the cluster target it returns once the replaced listeners have drained, so that
