@@ -128,8 +128,8 @@ func (c *Catalog) IsControl(name string) bool {
 	return false
 }
 
-// Select returns the scenarios to run, in run order: all of them, or those named in only,
-// minus those in skip. A scenario with a control always brings its control along, run right
+// Select returns the scenarios to run, in run order: all but the optional ones, or those named
+// in only, minus those in skip. A scenario with a control always brings its control along, run right
 // before it, and a control is only run with the scenario it controls.
 func (c *Catalog) Select(only, skip []string) ([]*Scenario, error) {
 	want := map[string]bool{}
@@ -148,7 +148,7 @@ func (c *Catalog) Select(only, skip []string) ([]*Scenario, error) {
 	}
 	var out []*Scenario
 	for _, s := range c.list {
-		if drop[s.Name] || (len(only) > 0 && !want[s.Name]) {
+		if drop[s.Name] || (len(only) > 0 && !want[s.Name]) || (len(only) == 0 && s.Optional) {
 			continue
 		}
 		if c.IsControl(s.Name) {

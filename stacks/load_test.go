@@ -164,6 +164,50 @@ func TestSelectPairsControl(t *testing.T) {
 	}
 }
 
+// TestOptionalScenariosRunOnlyByName: a default run leaves optional scenarios and their
+// controls out; --only brings each one in with its control.
+func TestOptionalScenariosRunOnlyByName(t *testing.T) {
+	cat, _ := Builtin()
+	all, err := cat.Select(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inDefault := map[string]bool{}
+	for _, s := range all {
+		inDefault[s.Name] = true
+	}
+	optionalControl := map[string]bool{}
+	for _, name := range cat.Names() {
+		if s, _ := cat.Get(name); s.Optional && s.Control != "" {
+			optionalControl[s.Control] = true
+		}
+	}
+	optional := 0
+	for _, name := range cat.Names() {
+		s, _ := cat.Get(name)
+		if !s.Optional {
+			if !inDefault[name] && !optionalControl[name] {
+				t.Errorf("%s is not optional but a default run leaves it out", name)
+			}
+			continue
+		}
+		optional++
+		if inDefault[name] || (s.Control != "" && inDefault[s.Control]) {
+			t.Errorf("a default run includes optional %s or its control", name)
+		}
+		got, err := cat.Select([]string{name}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[len(got)-1].Name != name || (s.Control != "" && got[0].Name != s.Control) {
+			t.Errorf("--only %s selects %v", name, got)
+		}
+	}
+	if optional == 0 {
+		t.Skip("the catalog has no optional scenario")
+	}
+}
+
 func TestEffectiveLocalDepartures(t *testing.T) {
 	cat, _ := Builtin()
 	s, _ := cat.Get("04-fortio")

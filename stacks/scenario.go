@@ -44,6 +44,10 @@ type Scenario struct {
 	Waypoint bool `yaml:"waypoint"`
 	// Requires lists prerequisites; a scenario whose prerequisites fail is skipped, not failed.
 	Requires Requires `yaml:"requires"`
+	// Optional keeps the scenario (and its control) out of a default run: it runs when --only
+	// names it. It is for scenarios that show something only under a setting the default run
+	// does not have (a round trip, say), so a default run stays what it was.
+	Optional bool `yaml:"optional"`
 	// Control names a scenario that must run right before this one, with the same load, as its
 	// control (13-conn-balance runs 13-conn-balance-control first).
 	Control string `yaml:"control"`
