@@ -63,6 +63,10 @@ type Peaks struct {
 	RqActive   float64 `json:"rq_active_sum"`
 	RxBuffered float64 `json:"upstream_cx_rx_bytes_buffered"`
 	Pending    float64 `json:"upstream_rq_pending_active"`
+	// WorkerBusy is the busiest worker's busy share within one sampling interval: a worker a
+	// rotating connection saturates for a moment shows here while its share of the whole window
+	// stays low.
+	WorkerBusy float64 `json:"worker_busy,omitempty"`
 }
 
 // Tier is a pod tier's spread (the gateway, or the waypoint behind it).

@@ -80,23 +80,29 @@ type Curve struct {
 
 // Step is one run at one offered rate.
 type Step struct {
-	Offered      float64         `json:"offered_rps"`
-	Achieved     float64         `json:"achieved_rps"`
-	LatencyMs    float64         `json:"latency_ms"` // the SLO's percentile, from the intended send time
-	SendLagP99Ms float64         `json:"send_lag_p99_ms"`
-	Unsent       int64           `json:"unsent"`
-	Errors       int64           `json:"errors"`
-	Requests     int64           `json:"requests"`
-	CPUCores     float64         `json:"process_cpu_cores,omitempty"`
-	LoadAvg      float64         `json:"load_average,omitempty"` // the machine's, after the run (where it is known)
-	HotWorker    string          `json:"hot_worker,omitempty"`
-	Busy         float64         `json:"hot_worker_busy,omitempty"`
-	BusyMeasured bool            `json:"busy_measured"`
-	Connections  float64         `json:"connections"`
-	Meets        bool            `json:"meets_slo"`
-	Why          string          `json:"why,omitempty"` // why it missed
-	Status       analysis.Status `json:"status"`
-	Dir          string          `json:"dir"`
+	Offered      float64 `json:"offered_rps"`
+	Achieved     float64 `json:"achieved_rps"`
+	LatencyMs    float64 `json:"latency_ms"` // the SLO's percentile, from the intended send time
+	SendLagP99Ms float64 `json:"send_lag_p99_ms"`
+	Unsent       int64   `json:"unsent"`
+	Errors       int64   `json:"errors"`
+	Requests     int64   `json:"requests"`
+	CPUCores     float64 `json:"process_cpu_cores,omitempty"`
+	LoadAvg      float64 `json:"load_average,omitempty"` // the machine's, after the run (where it is known)
+	HotWorker    string  `json:"hot_worker,omitempty"`
+	Busy         float64 `json:"hot_worker_busy,omitempty"`
+	BusyMeasured bool    `json:"busy_measured"`
+	// BusyPeak is the busiest worker's share within one sampling interval of the run: a
+	// connection that rotates from pod to pod saturates one worker at a time, which the
+	// window's average (Busy) spreads thin.
+	BusyPeak    float64 `json:"hot_worker_busy_peak,omitempty"`
+	Connections float64 `json:"connections"`
+	// ConcurrentConnections is the most connections open at once (summed over pods) at a sample.
+	ConcurrentConnections float64         `json:"concurrent_connections,omitempty"`
+	Meets                 bool            `json:"meets_slo"`
+	Why                   string          `json:"why,omitempty"` // why it missed
+	Status                analysis.Status `json:"status"`
+	Dir                   string          `json:"dir"`
 }
 
 // ErrInterrupted is the suite's: what finished is kept.
@@ -249,6 +255,7 @@ func (s *searcher) run(ctx context.Context, dir string, cv *Curve, lab *stacks.S
 	st.Achieved, st.LatencyMs, st.SendLagP99Ms, st.Unsent = res.RPS, s.o.SLO.Of(res), res.SendLagP99Ms, res.Unsent
 	st.Errors, st.Requests, st.HotWorker, st.Busy, st.BusyMeasured = res.Errors, res.Requests, res.HotWorker, busy, measured
 	st.Connections = res.ConnectionsTotal
+	st.BusyPeak, st.ConcurrentConnections = res.Peaks.WorkerBusy, res.Peaks.CxActive
 	var why []string
 	if st.LatencyMs > s.o.SLO.LimitMs() {
 		why = append(why, fmt.Sprintf("%s %.1f ms", s.o.SLO.Percentile, st.LatencyMs))
@@ -281,7 +288,7 @@ func (s *searcher) bound(st *Step) (kind, detail, worker string) {
 	if st.Status != analysis.StatusOK {
 		return "unknown", st.Why, ""
 	}
-	gw := st.BusyMeasured && st.Busy >= saturatedBusy
+	gw := st.BusyMeasured && max(st.Busy, st.BusyPeak) >= saturatedBusy
 	late := st.SendLagP99Ms > lagShare*s.o.SLO.LimitMs() || st.Achieved < servedShare*st.Offered
 	clientText := fmt.Sprintf("the client served %.0f of %.0f rps offered, sent p99 %.1f ms late, %d requests never sent", st.Achieved, st.Offered, st.SendLagP99Ms, st.Unsent)
 	if s.inProcess {
@@ -291,6 +298,9 @@ func (s *searcher) bound(st *Step) (kind, detail, worker string) {
 		clientText += fmt.Sprintf(", load average %.1f", st.LoadAvg)
 	}
 	busyText := fmt.Sprintf("hottest worker %s %.0f%% busy", st.HotWorker, 100*st.Busy)
+	if st.BusyPeak > st.Busy {
+		busyText += fmt.Sprintf(" over the run, a worker %.0f%% busy at its peak sample", 100*st.BusyPeak)
+	}
 	switch {
 	case gw:
 		detail = fmt.Sprintf("at %.0f rps the SLO was missed (%s) with %s: a saturated gateway worker", st.Offered, st.Why, busyText)

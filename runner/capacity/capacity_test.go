@@ -102,6 +102,8 @@ func TestBoundTellsClientFromGateway(t *testing.T) {
 	}{
 		{"saturated worker", Step{Offered: 3000, Achieved: 2400, SendLagP99Ms: 300, Busy: 0.97, BusyMeasured: true, HotWorker: "pod-a/worker_0"}, "gateway", "follows from its requests waiting"},
 		{"late client", Step{Offered: 3000, Achieved: 2000, SendLagP99Ms: 80, Busy: 0.4, BusyMeasured: true, LoadAvg: 64}, "client", "no CPU to spare"},
+		// A rotating connection saturates one worker at a time: low over the run, full at a sample.
+		{"rotating connection", Step{Offered: 3000, Achieved: 2400, SendLagP99Ms: 300, Busy: 0.3, BusyPeak: 0.97, BusyMeasured: true, HotWorker: "pod-b/worker_0"}, "gateway", "97% busy at its peak sample"},
 		{"queueing", Step{Offered: 3000, Achieved: 2990, SendLagP99Ms: 1, Busy: 0.6, BusyMeasured: true}, "latency", "neither side was saturated"},
 		{"real gateway", Step{Offered: 3000, Achieved: 2990, SendLagP99Ms: 1}, "gateway", "does not measure per-worker busy time"},
 	} {

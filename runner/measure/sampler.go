@@ -208,6 +208,7 @@ func (s *Sampler) sample(ctx context.Context) {
 	s.Peaks.RqActive = math.Max(s.Peaks.RqActive, sumRqActive)
 	s.Peaks.RxBuffered = math.Max(s.Peaks.RxBuffered, rxBuf)
 	s.Peaks.Pending = math.Max(s.Peaks.Pending, pending)
+	s.Peaks.WorkerBusy = math.Max(s.Peaks.WorkerBusy, busyMax)
 	p99 := window.Quantile(0.99)
 	if math.IsNaN(p99) {
 		p99 = 0
