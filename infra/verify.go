@@ -245,9 +245,10 @@ func (c *Checks) Waypoint() (pulumi.ResourceOption, error) {
 		if err != nil {
 			return "", fmt.Errorf("waypoint: %w\nThe gateway's requests did not reach the waypoint %s/%s. Likely causes: the httpbin Service "+
 				"(or the %s namespace) is not labelled istio.io/use-waypoint=%s, or lacks istio.io/ingress-use-waypoint=true (without it the "+
-				"ingress gateway bypasses the waypoint); the waypoint is not ready (kubectl get gateway -n %s %s shows Programmed, and its "+
-				"pods %s); ambient is not enabled for the namespace (istio.io/dataplane-mode=ambient) or in istiod and ztunnel. %s false skips this check.",
-				err, BackendNamespace, WaypointName, BackendNamespace, WaypointName, BackendNamespace, WaypointName, WaypointSelector,
+				"ingress gateway bypasses the waypoint); the waypoint is not ready (kubectl get gateway -n %s %s is not Programmed, or "+
+				"kubectl get pods -n %s -l %s shows none ready); ambient is not enabled for the namespace (istio.io/dataplane-mode=ambient) "+
+				"or in istiod and ztunnel. %s false skips this check.",
+				err, BackendNamespace, WaypointName, BackendNamespace, WaypointName, BackendNamespace, WaypointName, BackendNamespace, WaypointSelector,
 				configkey.Full(configkey.Verify))
 		}
 		return fmt.Sprintf("waypoint carries the gateway's traffic: %d/%d requests seen on %d waypoint pods after %.1f s",
