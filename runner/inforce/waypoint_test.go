@@ -21,14 +21,7 @@ func TestThroughWaypoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	var admins []string
-	for _, w := range p.Waypoints() {
-		admins = append(admins, w.AdminURL())
-	}
-	waypoints, err := inforce.ParseURLs(strings.Join(admins, ","))
-	if err != nil {
-		t.Fatal(err)
-	}
+	waypoints := adminsOf(t, p.Waypoints())
 	send := inforce.GatewayURL("http://"+p.VIP(), "/get")
 	ctx := context.Background()
 
