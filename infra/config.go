@@ -95,6 +95,12 @@ type Config struct {
 	// PrometheusURL is Prometheus's base URL for the monitoring checks; empty reaches its pod
 	// by port-forward.
 	PrometheusURL string
+	// GatewayURL is where the waypoint check sends requests through the gateway; empty is the
+	// k3d host port on 127.0.0.1, or a port-forward to a gateway pod on an existing cluster.
+	GatewayURL string
+	// WaypointAdmins are the waypoint pods' Envoy admins at base URLs the program reaches
+	// itself; empty reaches them by port-forward.
+	WaypointAdmins []string
 }
 
 // Images are the pinned container images.
@@ -279,21 +285,29 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 		}
 		cfg.VerifyTimeout = d
 	}
-	if raw := c.Get(configkey.GatewayAdmins); raw != "" {
-		urls, err := inforce.ParseURLs(raw)
-		if err != nil {
-			errs = append(errs, &ConfigError{configkey.GatewayAdmins, raw, "Envoy admin base URLs separated by commas, such as http://127.0.0.1:15000 (" + err.Error() + ")"})
+	// urls reads a key that holds base URLs (admins, Prometheus, the gateway): one, or (one
+	// false) a comma-separated list.
+	urls := func(key string, one bool, dst *[]string) {
+		raw := c.Get(key)
+		if raw == "" {
+			return
 		}
-		cfg.GatewayAdmins = urls
-	}
-	if raw := c.Get(configkey.PrometheusURL); raw != "" {
 		u, err := inforce.ParseURLs(raw)
-		if err != nil || len(u) != 1 {
-			errs = append(errs, &ConfigError{configkey.PrometheusURL, raw, "one base URL such as http://127.0.0.1:9090"})
-		} else {
-			cfg.PrometheusURL = u[0]
+		switch {
+		case one && (err != nil || len(u) != 1):
+			errs = append(errs, &ConfigError{key, raw, "one base URL such as http://127.0.0.1:9090"})
+		case err != nil:
+			errs = append(errs, &ConfigError{key, raw, "Envoy admin base URLs separated by commas, such as http://127.0.0.1:15000 (" + err.Error() + ")"})
+		default:
+			*dst = u
 		}
 	}
+	urls(configkey.GatewayAdmins, false, &cfg.GatewayAdmins)
+	urls(configkey.WaypointAdmins, false, &cfg.WaypointAdmins)
+	var prom, gw []string
+	urls(configkey.PrometheusURL, true, &prom)
+	urls(configkey.GatewayURL, true, &gw)
+	cfg.PrometheusURL, cfg.GatewayURL = strings.Join(prom, ""), strings.Join(gw, "")
 	boolean(configkey.Monitoring, &cfg.Monitoring)
 	str(configkey.KubePrometheusStackVersion, &cfg.KubePrometheusStackVersion)
 	boolean(configkey.InstallUpstream, &cfg.InstallUpstream)

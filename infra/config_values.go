@@ -78,3 +78,7 @@ func (c Config) CheckTimeout() time.Duration {
 	}
 	return c.GatewayDrainDuration + DrainMargin
 }
+
+// HostGatewayURL is the gateway as the host reaches it on a k3d lab: the load balancer's port
+// k3d maps to 127.0.0.1 (igwlab:hostPort).
+func (c Config) HostGatewayURL() string { return fmt.Sprintf("http://127.0.0.1:%d", c.HostPort) }

@@ -1,8 +1,6 @@
 package infra
 
 import (
-	"fmt"
-
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -24,13 +22,18 @@ type Lab struct {
 
 // Namespaces of the lab.
 const (
-	IstioNamespace    = "istio-system"
-	GatewayNamespace  = "istio-ingress"
-	BackendNamespace  = "igw-test"
-	LoadgenNamespace  = "loadgen"
-	MonitorNamespace  = "monitoring"
-	GatewayRelease    = "istio-ingressgateway"
-	WaypointName      = "igw-test-waypoint"
+	IstioNamespace   = "istio-system"
+	GatewayNamespace = "istio-ingress"
+	BackendNamespace = "igw-test"
+	LoadgenNamespace = "loadgen"
+	MonitorNamespace = "monitoring"
+	GatewayRelease   = "istio-ingressgateway"
+	WaypointName     = "igw-test-waypoint"
+	// WaypointSelector finds the waypoint's pods: istiod labels the Deployment it makes for a
+	// Gateway with the Gateway's name.
+	WaypointSelector = "gateway.networking.k8s.io/gateway-name=" + WaypointName
+	// WaypointProbePath is what the waypoint check requests through the gateway (httpbin's).
+	WaypointProbePath = "/get"
 	IstioChartRepo    = "https://istio-release.storage.googleapis.com/charts"
 	PromChartRepo     = "https://prometheus-community.github.io/helm-charts"
 	gatewayAPICRDsURL = "https://github.com/kubernetes-sigs/gateway-api/releases/download/%s/standard-install.yaml"
@@ -120,8 +123,12 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 		}
 	}
 	if sc.Waypoint {
+		check, err := checks.Waypoint()
+		if err != nil {
+			return nil, err
+		}
 		if lab.Waypoint, err = NewWaypoint(ctx, "waypoint", &WaypointArgs{Replicas: cfg.WaypointReplicas,
-			Istio: lab.Istio, Backend: lab.Backend}, opts...); err != nil {
+			Istio: lab.Istio, Backend: lab.Backend, Check: check}, opts...); err != nil {
 			return nil, err
 		}
 	}
@@ -136,7 +143,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	}
 
 	ctx.Export("scenario", pulumi.String(sc.Name))
-	ctx.Export("gatewayUrl", pulumi.String(fmt.Sprintf("http://127.0.0.1:%d", cfg.HostPort)))
+	ctx.Export("gatewayUrl", pulumi.String(cfg.HostGatewayURL()))
 	ctx.Export("gatewayNamespace", pulumi.String(GatewayNamespace))
 	ctx.Export("envoyFilter", lab.Scenario.FilterNames)
 	ctx.Export("proxyConcurrency", pulumi.Int(cfg.ProxyConcurrency))

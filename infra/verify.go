@@ -24,7 +24,16 @@ const (
 	GatewayCheck  = "igwlab-gateway-workers-and-stats"
 	// MonitoringCheck is followed by the PodMonitor's name: one check per monitor.
 	MonitoringCheck = "igwlab-monitoring-targets-"
+	WaypointCheck   = "igwlab-waypoint-carries-traffic"
 )
+
+// WaypointProbes is how many requests the waypoint check sends through the gateway per round.
+const WaypointProbes = 20
+
+// WaypointStartup is what the waypoint check allows beyond the check timeout when it finds
+// the waypoint's pods through the Kubernetes API: istiod creates the waypoint's Deployment
+// only once the Gateway exists, and its pods must start before they count anything.
+const WaypointStartup = time.Minute
 
 // Checks are the lab's test hooks: Pulumi resource hooks that run after a resource they are
 // bound to is created or updated, read every gateway pod's Envoy admin through the same code
@@ -41,6 +50,16 @@ type Checks struct {
 	prometheus func(context.Context) (func(context.Context, string) ([]byte, error), func(), error)
 	// want is the pod count every check expects.
 	want int
+	// waypoints opens the waypoint pods' admins, and send sends one request through the
+	// gateway, for the waypoint check; waypointWait is its timeout.
+	waypoints    func(context.Context) (inforce.Pool, func(), error)
+	send         func(context.Context) (inforce.Send, func(), error)
+	waypointWait time.Duration
+}
+
+// fixed opens what needs no opening (a URL the program reaches itself).
+func fixed[T any](v T) func(context.Context) (T, func(), error) {
+	return func(context.Context) (T, func(), error) { return v, func() {}, nil }
 }
 
 // NewChecks prepares the checks of one `pulumi up`, or says in the update's output why there
@@ -60,26 +79,31 @@ func NewChecks(ctx *pulumi.Context, cfg Config, kubeconfig pulumi.StringInput) *
 	}
 	c := &Checks{ctx: ctx, cfg: cfg, timeout: cfg.CheckTimeout(), want: cfg.GatewayReplicas}
 	clients := kubeClients(cfg, kubeconfig)
+	t := envoyfilter.DefaultTarget
 	if len(cfg.GatewayAdmins) > 0 {
-		urls := inforce.URLs(cfg.GatewayAdmins)
-		c.want = len(urls)
-		c.pool = func(context.Context) (inforce.Pool, func(), error) { return urls, func() {}, nil }
+		c.want = len(cfg.GatewayAdmins)
+		c.pool = fixed[inforce.Pool](inforce.URLs(cfg.GatewayAdmins))
 	} else {
-		c.pool = func(ctx context.Context) (inforce.Pool, func(), error) {
-			kc, err := clients(ctx)
-			if err != nil {
-				return nil, nil, err
-			}
-			t := envoyfilter.DefaultTarget
-			return kubePods{kc: kc, ns: t.Namespace, sel: selectorText(t.Selector)}, kc.Close, nil
-		}
+		c.pool = podsAt(clients, t.Namespace, selectorText(t.Selector))
+	}
+	c.waypointWait = c.timeout
+	if len(cfg.WaypointAdmins) > 0 {
+		c.waypoints = fixed[inforce.Pool](inforce.URLs(cfg.WaypointAdmins))
+	} else {
+		c.waypoints, c.waypointWait = podsAt(clients, BackendNamespace, WaypointSelector), c.timeout+WaypointStartup
+	}
+	switch {
+	case cfg.GatewayURL != "":
+		c.send = fixed(inforce.GatewayURL(cfg.GatewayURL, WaypointProbePath))
+	case cfg.Cluster == ClusterK3d:
+		c.send = fixed(inforce.GatewayURL(cfg.HostGatewayURL(), WaypointProbePath))
+	default:
+		c.send = gatewayPodsAt(clients, t)
 	}
 	if cfg.PrometheusURL != "" {
-		c.prometheus = func(context.Context) (func(context.Context, string) ([]byte, error), func(), error) {
-			return func(ctx context.Context, path string) ([]byte, error) {
-				return stats.GetAdmin(ctx, http.DefaultClient, cfg.PrometheusURL, path)
-			}, func() {}, nil
-		}
+		c.prometheus = fixed(func(ctx context.Context, path string) ([]byte, error) {
+			return stats.GetAdmin(ctx, http.DefaultClient, cfg.PrometheusURL, path)
+		})
 	} else {
 		c.prometheus = func(ctx context.Context) (func(context.Context, string) ([]byte, error), func(), error) {
 			kc, err := clients(ctx)
@@ -197,6 +221,38 @@ func (c *Checks) Monitoring(monitor string) (pulumi.ResourceOption, error) {
 			return "", fmt.Errorf("monitoring: %w", err)
 		}
 		return fmt.Sprintf("monitoring: Prometheus scrapes %d live target(s) of PodMonitor %s/%s", up[pool], MonitorNamespace, monitor), nil
+	})
+}
+
+// Waypoint is the check bound to the waypoint (scenarios 06 and 07): requests sent through
+// the gateway show on the waypoint pods' request counters, so the gateway's traffic takes the
+// waypoint hop the scenario is about.
+func (c *Checks) Waypoint() (pulumi.ResourceOption, error) {
+	return c.bind(WaypointCheck, func(ctx context.Context) (string, error) {
+		send, doneSend, err := c.send(ctx)
+		if err != nil {
+			return "", fmt.Errorf("reaching the gateway: %w (set %s to a URL you reach it at, or %s false)", err,
+				configkey.Full(configkey.GatewayURL), configkey.Full(configkey.Verify))
+		}
+		defer doneSend()
+		pool, done, err := c.waypoints(ctx)
+		if err != nil {
+			return "", fmt.Errorf("reaching the waypoint pods' Envoy admins: %w (set %s to admin URLs you reach yourself, or %s false)",
+				err, configkey.Full(configkey.WaypointAdmins), configkey.Full(configkey.Verify))
+		}
+		defer done()
+		res, err := inforce.ThroughWaypoint(ctx, send, pool, WaypointProbes, c.waypointWait)
+		if err != nil {
+			return "", fmt.Errorf("waypoint: %w\nThe gateway's requests did not reach the waypoint %s/%s. Likely causes: the httpbin Service "+
+				"(or the %s namespace) is not labelled istio.io/use-waypoint=%s, or lacks istio.io/ingress-use-waypoint=true (without it the "+
+				"ingress gateway bypasses the waypoint); the waypoint is not ready (kubectl get gateway -n %s %s is not Programmed, or "+
+				"kubectl get pods -n %s -l %s shows none ready); ambient is not enabled for the namespace (istio.io/dataplane-mode=ambient) "+
+				"or in istiod and ztunnel. %s false skips this check.",
+				err, BackendNamespace, WaypointName, BackendNamespace, WaypointName, BackendNamespace, WaypointName, BackendNamespace, WaypointSelector,
+				configkey.Full(configkey.Verify))
+		}
+		return fmt.Sprintf("waypoint carries the gateway's traffic: %d/%d requests seen on %d waypoint pods after %.1f s",
+			res.Seen, res.Sent, res.Pods, res.Took.Seconds()), nil
 	})
 }
 

@@ -7,6 +7,8 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/igwlab/igwlab/infra/envoyfilter"
+	"github.com/igwlab/igwlab/runner/inforce"
 	"github.com/igwlab/igwlab/runner/kube"
 )
 
@@ -32,6 +34,44 @@ func (k kubePods) Pods(ctx context.Context) ([]string, error) {
 
 func (k kubePods) Admin(ctx context.Context, pod, path string) ([]byte, error) {
 	return k.kc.Get(ctx, k.ns, pod, kube.AdminPort, path)
+}
+
+// podsAt opens the ready pods a selector matches, through a client of their own that the
+// check closes after it.
+func podsAt(clients func(context.Context) (*kube.Client, error), ns, sel string) func(context.Context) (inforce.Pool, func(), error) {
+	return func(ctx context.Context) (inforce.Pool, func(), error) {
+		kc, err := clients(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return kubePods{kc: kc, ns: ns, sel: sel}, kc.Close, nil
+	}
+}
+
+// gatewayPodsAt sends the waypoint check's requests to the gateway pods' listener through
+// port-forwards, one pod after the other: on an existing cluster the program knows no address
+// of the gateway's Service (igwlab:gatewayUrl gives one).
+func gatewayPodsAt(clients func(context.Context) (*kube.Client, error), t envoyfilter.Target) func(context.Context) (inforce.Send, func(), error) {
+	return func(ctx context.Context) (inforce.Send, func(), error) {
+		kc, err := clients(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		gw := kubePods{kc: kc, ns: t.Namespace, sel: selectorText(t.Selector)}
+		next := 0
+		return func(ctx context.Context) error {
+			pods, err := gw.Pods(ctx)
+			if err != nil {
+				return err
+			}
+			if len(pods) == 0 {
+				return fmt.Errorf("no ready gateway pod (%s in %s)", gw.sel, gw.ns)
+			}
+			next++
+			_, err = kc.Get(ctx, gw.ns, pods[next%len(pods)], t.Port, WaypointProbePath)
+			return err
+		}, kc.Close, nil
+	}
 }
 
 // kubeClients opens a client per check (the check closes its port-forwards after it): from

@@ -28,8 +28,9 @@ func existing(c *Config) {
 
 // TestChecksAreBoundToTheirResources: the scenario's EnvoyFilter carries the in-effect check,
 // the gateway's release the workers-and-stats check, each PodMonitor the live-targets check
-// (the waypoint's only in a waypoint scenario, none without kube-prometheus-stack), all after
-// create and after update and nothing else; render mode and igwlab:verify false bind none.
+// (the waypoint's only in a waypoint scenario, none without kube-prometheus-stack), the
+// waypoint's Gateway (scenarios 06 and 07 only) the carries-traffic check, all after create and
+// after update and nothing else; render mode and igwlab:verify false bind none.
 func TestChecksAreBoundToTheirResources(t *testing.T) {
 	bound := func(typ, name, hook string) string {
 		return fmt.Sprintf("%s %s: after_create [%s] after_update [%s] before [] [] [] after_delete []", typ, name, hook, hook)
@@ -40,6 +41,7 @@ func TestChecksAreBoundToTheirResources(t *testing.T) {
 	envoyMon := bound(pm, "pm-igw-envoy", MonitoringCheck+"igw-envoy")
 	waypointMon := bound(pm, "pm-waypoint-envoy", MonitoringCheck+"waypoint-envoy")
 	ztunnelMon := bound(pm, "pm-ztunnel", MonitoringCheck+"ztunnel")
+	waypoint := bound("kubernetes:gateway.networking.k8s.io/v1:Gateway", "gw-"+WaypointName, WaypointCheck)
 	both := []string{gw, envoyMon, ztunnelMon, ef}
 	cases := []struct {
 		name string
@@ -47,13 +49,22 @@ func TestChecksAreBoundToTheirResources(t *testing.T) {
 		want []string
 	}{
 		{"k3d lab", nil, both},
-		{"k3d lab, waypoint scenario", scenario("07-waypoint-trigger"), []string{gw, envoyMon, waypointMon, ztunnelMon, ef}},
+		{"k3d lab, waypoint baseline", scenario("06-waypoint-baseline"), []string{waypoint, gw, envoyMon, waypointMon, ztunnelMon, ef}},
+		{"k3d lab, waypoint trigger", scenario("07-waypoint-trigger"), []string{waypoint, gw, envoyMon, waypointMon, ztunnelMon, ef}},
+		{"waypoint admins by URL, no Helm", func(c *Config) {
+			existing(c)
+			scenario("07-waypoint-trigger")(c)
+			c.InstallUpstream, c.Monitoring = false, false
+			c.GatewayAdmins, c.WaypointAdmins = []string{"http://127.0.0.1:15000"}, []string{"http://127.0.0.1:15100"}
+			c.GatewayURL = "http://127.0.0.1:8080"
+		}, []string{waypoint, ef}},
 		{"existing cluster", func(c *Config) { existing(c) }, both},
 		{"admins by URL, no Helm", func(c *Config) {
 			existing(c)
 			c.InstallUpstream, c.Monitoring = false, false
 			c.GatewayAdmins = []string{"http://127.0.0.1:15000"}
 		}, []string{ef}},
+		{"waypoint scenario, verify off", func(c *Config) { scenario("06-waypoint-baseline")(c); c.Verify = false }, nil},
 		{"every scenario, render mode", func(c *Config) {
 			existing(c)
 			c.RenderDir, c.RenderAllScenarios = t.TempDir(), true
@@ -84,6 +95,10 @@ func TestVerifyConfig(t *testing.T) {
 			func(c Config) bool { return len(c.GatewayAdmins) == 2 }},
 		{map[string]string{"prometheusUrl": "http://127.0.0.1:9090/"}, "", func(c Config) bool { return c.PrometheusURL == "http://127.0.0.1:9090" }},
 		{map[string]string{"prometheusUrl": "prometheus:9090"}, `igwlab:prometheusUrl = "prometheus:9090": allowed one base URL`, nil},
+		{map[string]string{"gatewayUrl": "http://127.0.0.1:8080/", "waypointAdmins": "http://127.0.0.1:15100,http://127.0.0.1:15101"}, "",
+			func(c Config) bool { return c.GatewayURL == "http://127.0.0.1:8080" && len(c.WaypointAdmins) == 2 }},
+		{map[string]string{"gatewayUrl": "http://a:1,http://b:2"}, `igwlab:gatewayUrl = "http://a:1,http://b:2": allowed one base URL`, nil},
+		{map[string]string{"waypointAdmins": "127.0.0.1:15100"}, `igwlab:waypointAdmins = "127.0.0.1:15100": allowed Envoy admin base URLs`, nil},
 		{map[string]string{"verify": "yes"}, `igwlab:verify = "yes": allowed true or false`, nil},
 		{map[string]string{"verifyTimeout": "2h"}, `igwlab:verifyTimeout = "2h": allowed a duration from 1s to 30m`, nil},
 		{map[string]string{"gatewayAdmins": "127.0.0.1:15000"}, `igwlab:gatewayAdmins = "127.0.0.1:15000": allowed Envoy admin base URLs`, nil},

@@ -12,6 +12,10 @@ type WaypointArgs struct {
 	Replicas int
 	Istio    *IstioAmbient
 	Backend  *Backend
+	// Check runs after the waypoint's Gateway is created or updated (Checks.Waypoint; nil:
+	// none). The Gateway waits for the httpbin Service, whose labels route it through the
+	// waypoint, so the check sees both.
+	Check pulumi.ResourceOption
 }
 
 // Waypoint is the ambient waypoint for the backend namespace (the equivalent of istioctl
@@ -45,7 +49,7 @@ func NewWaypoint(ctx *pulumi.Context, name string, args *WaypointArgs, opts ...p
 			"annotations":   map[string]any{"proxy.istio.io/config": ProxyConfig(2, 0)},
 			"parametersRef": map[string]any{"group": "", "kind": "ConfigMap", "name": WaypointName + "-params"},
 		},
-	}, child(c, opts, args.Istio.gatewayAPIReady(), dependsOn(c.Parameters)), "istio.io/waypoint-for", "service")
+	}, child(c, opts, args.Istio.gatewayAPIReady(), dependsOn(c.Parameters, args.Backend.HTTPBinService), optional(args.Check)), "istio.io/waypoint-for", "service")
 	if err != nil {
 		return nil, err
 	}

@@ -54,17 +54,23 @@ const (
 	// PrometheusURL is Prometheus's base URL for the monitoring checks, instead of
 	// port-forwarding to its pod.
 	PrometheusURL = "prometheusUrl"
+	// GatewayURL is the gateway's base URL the waypoint check sends its requests to, instead
+	// of the k3d host port (or a port-forward to a gateway pod on an existing cluster).
+	GatewayURL = "gatewayUrl"
+	// WaypointAdmins are the waypoint pods' Envoy admin base URLs the waypoint check reads
+	// instead of port-forwarding to them.
+	WaypointAdmins = "waypointAdmins"
 )
 
 // All lists every key the program reads, sorted: any other igwlab: key is
 // refused, so that a misspelt one is not ignored.
 var All = []string{
-	APIPort, BuildImages, Cluster, ClusterName, FortioImage, GatewayAdmins, GatewayAPIVersion,
+	APIPort, BuildImages, Cluster, ClusterName, FortioImage, GatewayAdmins, GatewayAPIVersion, GatewayURL,
 	GatewayDrainDuration, GatewayReplicas, GHZImage, GrafanaPassword, GRPCBinImage,
 	H2dialImage, HostPort, HTTPBinImage, InstallUpstream, IstioVersion, JWKS, JWTKey, K3sImage,
 	Knobs, KubeContext, KubePrometheusStackVersion, Kubeconfig, Monitoring, PrometheusURL, ProxyConcurrency,
 	RenderAllScenarios, RenderDir, Scenario, SkipAwait, UpstreamDir, Verify, VerifyTimeout,
-	WaypointReplicas,
+	WaypointAdmins, WaypointReplicas,
 }
 
 // Full is a key with the project's namespace, as `pulumi config` and Pulumi.<stack>.yaml spell it.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/igwlab/igwlab/infra"
@@ -24,19 +26,26 @@ import (
 
 // istiodStandIn does istiod's part for the emulated pool: each EnvoyFilter version that
 // reaches the API server is turned into the pool's knobs, as istiod would push it to the
-// gateway pods. With push off it applies nothing: an EnvoyFilter that matched no listener.
+// gateway pods, and the httpbin Service's istio.io/use-waypoint label routes the pods through
+// the pool's waypoint tier. With push off it applies nothing: an EnvoyFilter that matched no
+// listener; with waypoints off it ignores the label: a waypoint that never took the traffic.
 type istiodStandIn struct {
-	pool    *emulator.Pool
-	push    atomic.Bool
-	mu      sync.Mutex
-	version string
-	err     error
+	pool      *emulator.Pool
+	push      atomic.Bool
+	waypoints atomic.Bool
+	mu        sync.Mutex
+	version   string
+	err       error
 }
+
+var serviceGVR = schema.GroupVersionResource{Version: "v1", Resource: "services"}
 
 func (s *istiodStandIn) run(ctx context.Context, dyn dynamic.Interface) {
 	for ctx.Err() == nil {
 		obj, err := dyn.Resource(efGVR).Namespace(envoyfilter.DefaultTarget.Namespace).Get(ctx, envoyfilter.DefaultName, metav1.GetOptions{})
-		if err == nil && s.push.Load() && obj.GetResourceVersion() != s.seen() {
+		svc, svcErr := dyn.Resource(serviceGVR).Namespace(infra.BackendNamespace).Get(ctx, "httpbin", metav1.GetOptions{})
+		waypoint := svcErr == nil && s.waypoints.Load() && svc.GetLabels()["istio.io/use-waypoint"] == infra.WaypointName
+		if err == nil && s.push.Load() && fmt.Sprintf("%s/%v", obj.GetResourceVersion(), waypoint) != s.seen() {
 			// Through JSON, the way an xDS push carries numbers.
 			raw, _ := json.Marshal(obj.Object["spec"])
 			var spec map[string]any
@@ -46,8 +55,8 @@ func (s *istiodStandIn) run(ctx context.Context, dyn dynamic.Interface) {
 			if err != nil {
 				s.err = err
 			} else {
-				s.pool.Apply(emulator.Setup{Knobs: k})
-				s.version = obj.GetResourceVersion()
+				s.pool.Apply(emulator.Setup{Knobs: k, Waypoint: waypoint})
+				s.version = fmt.Sprintf("%s/%v", obj.GetResourceVersion(), waypoint)
 			}
 			s.mu.Unlock()
 		}
@@ -69,16 +78,18 @@ var verifyLine = regexp.MustCompile(`verify: [^\n]*`)
 
 // TestAPIServerTierHooks runs the program's after-update checks (Pulumi resource hooks)
 // through the Pulumi CLI against a real kube-apiserver, with the local emulator's pods standing
-// in for the gateway pods: a scenario switch passes its check and says so; when the
+// in for the gateway and waypoint pods: a scenario switch passes its check and says so, and
+// the switch to a waypoint scenario sees the gateway's requests on the waypoint pods; when the
 // EnvoyFilter reaches no pod, pulumi up fails naming the field and the pods, and the stack
-// keeps the new EnvoyFilter; igwlab:verify false turns the check off.
+// keeps the new EnvoyFilter; when the waypoint takes no traffic, pulumi up fails naming the
+// waypoint pods and the likely causes; igwlab:verify false turns the check off.
 func TestAPIServerTierHooks(t *testing.T) {
 	kubeBin, pulumiBin := apiServerTools(t)
 	cp := kubetest.Start(t, kubeBin)
 	cp.ApplyCRDs(t,
 		filepath.Join(kubetest.ModuleDir(t, "istio.io/api@v1.27.3"), "kubernetes", "customresourcedefinitions.gen.yaml"),
 		filepath.Join(kubetest.ModuleDir(t, "sigs.k8s.io/gateway-api@v1.3.0"), "config", "crd", "standard", "gateway.networking.k8s.io_gateways.yaml"))
-	pool, err := emulator.Start(emulator.Config{Pods: 2, Workers: 1, ListenerDrainTime: time.Second})
+	pool, err := emulator.Start(emulator.Config{Pods: 2, Workers: 1, WaypointPods: 2, ListenerDrainTime: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +99,11 @@ func TestAPIServerTierHooks(t *testing.T) {
 		admins = append(admins, p.AdminURL())
 		pods = append(pods, strings.TrimPrefix(p.AdminURL(), "http://"))
 	}
+	var waypointAdmins, waypointPods []string
+	for _, p := range pool.Waypoints() {
+		waypointAdmins = append(waypointAdmins, p.AdminURL())
+		waypointPods = append(waypointPods, strings.TrimPrefix(p.AdminURL(), "http://"))
+	}
 	dyn, err := dynamic.NewForConfig(cp.Rest)
 	if err != nil {
 		t.Fatal(err)
@@ -96,11 +112,13 @@ func TestAPIServerTierHooks(t *testing.T) {
 	defer cancel()
 	istiod := &istiodStandIn{pool: pool}
 	istiod.push.Store(true)
+	istiod.waypoints.Store(true)
 	go istiod.run(ctx, dyn)
 
 	const name = "igwlab-hooks-test"
 	st, inline := apiServerStack(t, pulumiBin, name, map[string]string{"kubeconfig": cp.Kubeconfig,
-		"installUpstream": "false", "monitoring": "false", "verify": "true", "gatewayAdmins": strings.Join(admins, ","), "verifyTimeout": "10s"})
+		"installUpstream": "false", "monitoring": "false", "verify": "true", "gatewayAdmins": strings.Join(admins, ","), "verifyTimeout": "10s",
+		"waypointAdmins": strings.Join(waypointAdmins, ","), "gatewayUrl": "http://" + pool.VIP()})
 	up := func(scenario string) (string, error) {
 		t.Helper()
 		if err := st.SetConfig(ctx, "igwlab:scenario", scenario, false); err != nil {
@@ -113,13 +131,18 @@ func TestAPIServerTierHooks(t *testing.T) {
 		}
 		return out.String(), err
 	}
-	for _, sc := range []string{"02-trigger", "04-mrpc"} {
+	carried := regexp.MustCompile(`verify: waypoint carries the gateway's traffic: \d+/20 requests seen on 2 waypoint pods after \d+\.\d s`)
+	for _, sc := range []string{"02-trigger", "04-mrpc", "06-waypoint-baseline", "07-waypoint-trigger"} {
 		out, err := up(sc)
 		if err != nil {
 			t.Fatalf("up %s: %v\n%s", sc, err, out)
 		}
 		if !regexp.MustCompile(`verify: scenario ` + sc + ` in effect on 2/2 gateway pods after \d+\.\d s`).MatchString(out) {
 			t.Errorf("up %s does not say the scenario is in effect:\n%s", sc, out)
+		}
+		// The waypoint is created by the switch to 06 and left as it is by 07.
+		if carried.MatchString(out) != (sc == "06-waypoint-baseline") {
+			t.Errorf("up %s: the waypoint check ran %v, want only when the waypoint is created:\n%s", sc, carried.MatchString(out), out)
 		}
 	}
 
@@ -147,6 +170,26 @@ func TestAPIServerTierHooks(t *testing.T) {
 	out, err = up("05-windows")
 	if err != nil || !strings.Contains(out, "verify: off (igwlab:verify is false)") {
 		t.Errorf("with verify off: %v\n%s", err, out)
+	}
+
+	// The waypoint is created and the Service labelled, but the gateway's traffic goes
+	// straight to the backend: the waypoint check fails the update.
+	istiod.push.Store(true)
+	istiod.waypoints.Store(false)
+	if err := st.SetConfig(ctx, "igwlab:verify", "true", false); err != nil {
+		t.Fatal(err)
+	}
+	out, err = up("06-waypoint-baseline")
+	if err == nil {
+		t.Fatalf("up 06-waypoint-baseline passed with the waypoint taking no traffic:\n%s", out)
+	}
+	msg = err.Error() + out
+	t.Logf("06-waypoint-baseline, waypoint not in the path:\n%s", out[strings.Index(out, "Diagnostics:"):])
+	for _, want := range append([]string{infra.WaypointCheck, "20 requests sent through the gateway, 0 seen on 2 waypoint pods",
+		"istio.io/use-waypoint=" + infra.WaypointName, "istio.io/dataplane-mode=ambient"}, waypointPods...) {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the failure does not say %q:\n%s", want, msg)
+		}
 	}
 	if err := st.Destroy(ctx, nil); err != nil {
 		t.Fatalf("destroy: %v", err)

@@ -21,15 +21,21 @@ func pool(t *testing.T, pods, workers int, drain time.Duration) (*emulator.Pool,
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
+	return p, adminsOf(t, p.Pods())
+}
+
+// adminsOf is the emulated pods' admins as a pool of URLs.
+func adminsOf(t *testing.T, pods []*emulator.Pod) inforce.URLs {
+	t.Helper()
 	var urls []string
-	for _, pod := range p.Pods() {
+	for _, pod := range pods {
 		urls = append(urls, pod.AdminURL())
 	}
 	u, err := inforce.ParseURLs(strings.Join(urls, ","))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p, u
+	return u
 }
 
 func mrpc(t *testing.T, v string) stacks.Knobs {

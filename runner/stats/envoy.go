@@ -2,6 +2,7 @@ package stats
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -265,4 +266,21 @@ func RealGatewayView(s Snapshot) Snapshot {
 		}
 	}
 	return out
+}
+
+// WaypointRequests is the requests a waypoint pod's connection managers took, from its
+// /stats/prometheus: envoy_http_downstream_rq_total (http.<prefix>.downstream_rq_total) summed
+// over the managers that carry the mesh's requests. On an Istio waypoint those are the
+// per-service chains of its main_internal listener, whose prefixes are inbound_<address>_<port>
+// (pilot/pkg/networking/core/listener_waypoint.go, inboundChainConfig.StatPrefix); its
+// connect_terminate manager counts the HBONE CONNECT streams (tunnels, not requests) and is
+// left out, as are Envoy's and Istio's own (admin, stats, agent, health).
+func WaypointRequests(s Snapshot) float64 {
+	n := 0.0
+	for prefix, v := range s.LabelValues("envoy_http_downstream_rq_total", "http_conn_manager_prefix") {
+		if prefix != "connect_terminate" && !slices.Contains(notGateway, prefix) {
+			n += v
+		}
+	}
+	return n
 }

@@ -31,7 +31,7 @@ const AdminPort = kube.AdminPort
 // gateway.Pod selectors of the lab's cluster.
 var selectors = map[string]struct{ ns, sel string }{
 	gateway.Gateway:  {infra.GatewayNamespace, "istio=ingressgateway"},
-	gateway.Waypoint: {infra.BackendNamespace, "gateway.networking.k8s.io/gateway-name=" + infra.WaypointName},
+	gateway.Waypoint: {infra.BackendNamespace, infra.WaypointSelector},
 	gateway.Ztunnel:  {infra.IstioNamespace, "app=ztunnel"},
 }
 
