@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/igwlab/igwlab/runner/analysis"
 	"github.com/igwlab/igwlab/runner/report"
 	"github.com/igwlab/igwlab/stacks"
 )
@@ -22,8 +23,8 @@ func (sw *Sweep) header() []string {
 func (sw *Sweep) rows() [][]string {
 	var out [][]string
 	for _, p := range sw.Points {
-		if p.Status != StatusOK {
-			out = append(out, []string{p.Value, p.Status + ": " + p.Reason})
+		if p.Status != analysis.StatusOK {
+			out = append(out, []string{p.Value, string(p.Status) + ": " + p.Reason})
 			continue
 		}
 		band := "n/a"
@@ -81,7 +82,7 @@ func WriteReport(sw *Sweep) error {
 	spec, _ := stacks.Lookup(sw.Knob)
 	var pts []report.SweepPoint
 	for i, p := range sw.Points {
-		if p.Status != StatusOK || p.Chance == nil {
+		if p.Status != analysis.StatusOK || p.Chance == nil {
 			continue
 		}
 		pts = append(pts, report.SweepPoint{X: X(spec, p.Value, i), CV: p.CV, Lo: p.Chance.Lo, Median: p.Chance.Median, Hi: p.Chance.Hi, Cost: p.DrainsPerS})

@@ -40,7 +40,7 @@ func (p *Point) runsOf() []Numbers {
 	if len(p.Runs) > 0 {
 		return p.Runs
 	}
-	if p.Status == StatusOK {
+	if p.Status == analysis.StatusOK {
 		return []Numbers{p.Numbers}
 	}
 	return nil
@@ -51,7 +51,7 @@ func recommend(sw *Sweep, spec stacks.KnobSpec, wellSpread int) *Recommendation 
 	var best *Point
 	var bestAgree []string
 	for _, p := range sw.Points {
-		if p.Status != StatusOK {
+		if p.Status != analysis.StatusOK {
 			continue
 		}
 		runs := p.runsOf()
@@ -94,7 +94,7 @@ func recommend(sw *Sweep, spec stacks.KnobSpec, wellSpread int) *Recommendation 
 func cheaper(sw *Sweep, best *Point) string {
 	var parts []string
 	for _, p := range sw.Points {
-		if p.Status == StatusOK && p != best && p.DrainsPerS < best.DrainsPerS {
+		if p.Status == analysis.StatusOK && p != best && p.DrainsPerS < best.DrainsPerS {
 			parts = append(parts, fmt.Sprintf("%s (%.2f drains/s) left CV %.3f", p.Value, p.DrainsPerS, p.CV))
 		}
 	}

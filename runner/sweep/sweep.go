@@ -62,10 +62,10 @@ type Sweep struct {
 
 // Point is one value of the knob: its runs, and the numbers of its median run.
 type Point struct {
-	Value  string `json:"value"`
-	Dir    string `json:"dir"` // relative to the sweep's folder
-	Status string `json:"status"`
-	Reason string `json:"reason,omitempty"`
+	Value  string          `json:"value"`
+	Dir    string          `json:"dir"` // relative to the sweep's folder
+	Status analysis.Status `json:"status"`
+	Reason string          `json:"reason,omitempty"`
 	Numbers
 	Runs []Numbers `json:"runs,omitempty"`
 }
@@ -87,14 +87,6 @@ type Numbers struct {
 	Busy          string          `json:"hot_worker_busy"`
 	WindowS       float64         `json:"window_s"`
 }
-
-// Statuses of a point.
-const (
-	StatusOK          = "ok"
-	StatusFailed      = "failed"
-	StatusInterrupted = "interrupted"
-	StatusNotRun      = "not-run"
-)
 
 // ErrInterrupted is the suite's: what finished is kept.
 var ErrInterrupted = suite.ErrInterrupted
@@ -134,7 +126,7 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 	}
 	sw.Threshold = analysis.Chance(o.WellSpread, max(2, info.Pods)).Hi
 	for _, v := range o.Values {
-		sw.Points = append(sw.Points, &Point{Value: v, Dir: folder(o.Knob, v), Status: StatusNotRun})
+		sw.Points = append(sw.Points, &Point{Value: v, Dir: folder(o.Knob, v), Status: analysis.StatusNotRun})
 	}
 	rn.Printf("igwlab sweep: %s on the %s target (%d pods x %d worker(s)), %s at %s; %d run(s) per value of %s each; results in %s\n",
 		o.Scenario.Name, info.Name, info.Pods, info.Concurrency, o.Knob.Path, strings.Join(o.Values, ", "), o.Repeat,
@@ -166,7 +158,7 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 	}
 	sw.End(ctx, o.Now())
 	for _, p := range sw.Points {
-		if p.Status == StatusNotRun && sw.Interrupted {
+		if p.Status == analysis.StatusNotRun && sw.Interrupted {
 			p.Reason = "the sweep was interrupted before this value"
 		}
 	}
@@ -196,15 +188,15 @@ func (p *Point) settle(runs []*analysis.Result) {
 	switch {
 	case len(ok) > 0:
 		sort.SliceStable(ok, func(i, j int) bool { return ok[i].CV < ok[j].CV })
-		p.Status, p.Reason, p.Numbers = StatusOK, "", numbersOf(ok[(len(ok)-1)/2])
+		p.Status, p.Reason, p.Numbers = analysis.StatusOK, "", numbersOf(ok[(len(ok)-1)/2])
 		if len(ok) < len(runs) {
 			p.Reason = fmt.Sprintf("%d of %d runs finished", len(ok), len(runs))
 		}
 	case len(runs) > 0:
 		last := runs[len(runs)-1]
-		p.Status, p.Reason = StatusFailed, last.Reason
+		p.Status, p.Reason = analysis.StatusFailed, last.Reason
 		if last.Status == analysis.StatusInterrupted {
-			p.Status = StatusInterrupted
+			p.Status = analysis.StatusInterrupted
 		}
 	}
 }

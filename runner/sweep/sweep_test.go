@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/igwlab/igwlab/runner/analysis"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,7 +43,7 @@ func TestSweepOnTheRealLabFlipsTheStack(t *testing.T) {
 		t.Fatalf("stack flips %q (ups %v), want %q", flips, st.Ups, want)
 	}
 	for _, p := range sw.Points {
-		if p.Status != StatusOK || p.Connections != 1 {
+		if p.Status != analysis.StatusOK || p.Connections != 1 {
 			t.Errorf("value %s: %s %s, %v connections", p.Value, p.Status, p.Reason, p.Connections)
 		}
 		for _, f := range []string{"result.json", "scenario.yaml", "stats_post", "config_dump"} {
@@ -90,7 +91,7 @@ func TestInterruptedSweepKeepsWhatFinished(t *testing.T) {
 	}
 	got := []string{}
 	for _, p := range saved.Points {
-		got = append(got, p.Status)
+		got = append(got, string(p.Status))
 	}
 	if strings.Join(got, " ") != "ok interrupted not-run" || !saved.Interrupted || !strings.Contains(saved.Points[2].Reason, "interrupted before this value") {
 		t.Fatalf("statuses %v; sweep.json %s", got, b)
@@ -119,7 +120,7 @@ func TestSweepTrendsOnTheLocalPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	lo, hi := sw.Points[0], sw.Points[2]
-	if lo.Status != StatusOK || hi.Status != StatusOK {
+	if lo.Status != analysis.StatusOK || hi.Status != analysis.StatusOK {
 		t.Fatalf("30: %s %s; 3000: %s %s", lo.Status, lo.Reason, hi.Status, hi.Reason)
 	}
 	if !(lo.CV < hi.CV) || !(lo.DrainsPerS > hi.DrainsPerS) {
