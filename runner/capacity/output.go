@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/igwlab/igwlab/runner/analysis"
 	"github.com/igwlab/igwlab/runner/report"
 )
 
@@ -19,7 +20,7 @@ func (c *Capacity) rows() [][]string {
 	var out [][]string
 	for _, cv := range c.Curves {
 		for _, st := range sorted(cv.Steps) {
-			if st.Status != "ok" {
+			if st.Status != analysis.StatusOK {
 				out = append(out, []string{cv.Name, fmt.Sprintf("%.0f", st.Offered), st.Why})
 				continue
 			}
@@ -88,7 +89,7 @@ func WriteReport(c *Capacity) error {
 	for _, cv := range c.Curves {
 		rc := report.Curve{Name: cv.Label}
 		for _, st := range sorted(cv.Steps) {
-			if st.Status == "ok" {
+			if st.Status == analysis.StatusOK {
 				rc.X, rc.Y = append(rc.X, st.Offered), append(rc.Y, st.LatencyMs)
 				points++
 			}
