@@ -128,6 +128,20 @@ func (c *Catalog) IsControl(name string) bool {
 	return false
 }
 
+// Optional says whether a default run leaves the scenario out: it is optional, or the control
+// of an optional scenario.
+func (c *Catalog) Optional(name string) bool {
+	if s, ok := c.byName[name]; ok && s.Optional {
+		return true
+	}
+	for _, s := range c.list {
+		if s.Optional && s.Control == name {
+			return true
+		}
+	}
+	return false
+}
+
 // Select returns the scenarios to run, in run order: all but the optional ones, or those named
 // in only, minus those in skip. A scenario with a control always brings its control along, run right
 // before it, and a control is only run with the scenario it controls.

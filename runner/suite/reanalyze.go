@@ -63,7 +63,7 @@ func Reanalyze(dir string, view func(stats.Snapshot) stats.Snapshot) (map[string
 	if err != nil {
 		return nil, nil, err
 	}
-	return runs, analysis.Evaluate(runs, sum.Pods, cat.Feeds()), nil
+	return runs, evaluate(runs, sum.Pods, cat), nil
 }
 
 func readInput(sdir string, sum Summary, rec *analysis.Result, view func(stats.Snapshot) stats.Snapshot) (*analysis.Input, error) {

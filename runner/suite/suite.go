@@ -230,7 +230,23 @@ func (r *run) evaluate() []analysis.Verdict {
 			runs[name] = []*analysis.Result{res}
 		}
 	}
-	return analysis.Evaluate(runs, r.info.Pods, r.o.Catalog.Feeds())
+	return evaluate(runs, r.info.Pods, r.o.Catalog)
+}
+
+// evaluate makes the calls, leaving out those fed only by optional scenarios when none of them
+// ran: a run that did not ask for them reads as it did before they existed.
+func evaluate(runs map[string][]*analysis.Result, pods int, cat *stacks.Catalog) []analysis.Verdict {
+	var out []analysis.Verdict
+	for _, v := range analysis.Evaluate(runs, pods, cat.Feeds()) {
+		optional := v.Verdict == analysis.Skipped && len(v.Scenarios) > 0
+		for _, n := range v.Scenarios {
+			optional = optional && cat.Optional(n) && len(runs[n]) == 0
+		}
+		if !optional {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // representative picks the run whose CV is the median of the repetitions, so the numbers shown
