@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -255,14 +256,22 @@ func TestWorkerModel(t *testing.T) {
 	if math.Abs(busy-want) > 0.05 {
 		t.Fatalf("busy ratio %.3f at %.0f rps, want %.3f", busy, res.RPS, want)
 	}
-	res, err = h2dial.Run(context.Background(), h2dial.Options{URL: "http://" + p.VIP() + "/get", Mode: h2dial.Shared,
-		Concurrency: 50, Duration: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.RPS < 850 || res.RPS > 1050 {
-		t.Fatalf("a saturated 1 ms worker served %.0f rps, want about 1000", res.RPS)
-	}
+	// A starved CPU can only slow the pool below its model, never speed a worker past it: more
+	// than the worker's capacity fails at once, less is measured again before it fails.
+	retry(t, 3, func() error {
+		res, err = h2dial.Run(context.Background(), h2dial.Options{URL: "http://" + p.VIP() + "/get", Mode: h2dial.Shared,
+			Concurrency: 50, Duration: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RPS > 1050 {
+			t.Fatalf("a saturated 1 ms worker served %.0f rps, more than its capacity of 1000", res.RPS)
+		}
+		if res.RPS < 850 {
+			return fmt.Errorf("a saturated 1 ms worker served %.0f rps, want about 1000", res.RPS)
+		}
+		return nil
+	})
 	if res.Latency.P50 < 35 {
 		t.Fatalf("50 requests queued on a 1 ms worker had p50 %.1f ms, want about 50", res.Latency.P50)
 	}
