@@ -387,12 +387,10 @@ func (sc *serverConn) onHeaders(f *http2.MetaHeadersFrame) error {
 	sc.h.rqTotal.Inc()
 	sc.h.rqHTTP2.Inc()
 	sc.h.rqActive.Inc()
-	// Envoy counts every request at or over the limit, not once per connection, and starts the
-	// drain on the first of them.
-	if m := sc.cfg.maxRequestsPerConn; m > 0 && reqs >= uint64(m) {
-		sc.h.maxRequestsReached.Inc()
-		sc.startDrain("max_requests_per_connection")
-	}
+	st.atLimit = sc.cfg.maxRequestsPerConn > 0 && reqs >= uint64(sc.cfg.maxRequestsPerConn)
+	// Booked here, in the order the HEADERS arrived: the worker dispatches a connection's
+	// requests in the order it reads them.
+	st.work = sc.w.BookWork(sc.h.requestCost(sc))
 	go sc.h.handle(st)
 	return nil
 }

@@ -26,8 +26,12 @@ type stream struct {
 	authority string
 	header    http.Header
 	started   time.Time
-	ctx       context.Context
-	cancel    context.CancelCauseFunc
+	// atLimit: this request reaches max_requests_per_connection; the worker counts it and
+	// starts the connection's drain when it takes the request up (hcm.handle).
+	atLimit bool
+	work    Booking // the worker's work on the request's HEADERS and filters
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
 
 	// Request body, filled by the read loop.
 	bmu        sync.Mutex

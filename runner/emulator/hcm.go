@@ -118,7 +118,7 @@ func (h *hcm) connClosed(sc *serverConn, local, activeRq bool, _ string) {
 // round trip, the response's share of the worker per KiB, then the stats and access log.
 func (h *hcm) handle(st *stream) {
 	defer st.finish()
-	sc, m := st.sc, h.pod.pool.model
+	sc := st.sc
 	flags := "-"
 	status := 0
 	defer func() {
@@ -131,11 +131,7 @@ func (h *hcm) handle(st *stream) {
 		}
 	}()
 
-	cost := m.ServiceTime
-	if sc.cfg.filters.JWT != nil && h.pod.role == roleGateway {
-		cost += h.pod.pool.jwt.cost
-	}
-	if err := sc.w.Serve(st.ctx, cost); err != nil {
+	if err := sc.w.Run(st.ctx, st.work, h.begin(st)); err != nil {
 		flags = "DC"
 		return
 	}
@@ -154,6 +150,31 @@ func (h *hcm) handle(st *stream) {
 		return
 	}
 	status, flags = h.proxy(st, cl)
+}
+
+// requestCost is the worker's work to take up a request and run it through the filters.
+func (h *hcm) requestCost(sc *serverConn) time.Duration {
+	cost := h.pod.pool.model.ServiceTime
+	if sc.cfg.filters.JWT != nil && h.pod.role == roleGateway {
+		cost += h.pod.pool.jwt.cost
+	}
+	return cost
+}
+
+// begin is what the worker does as it takes the request up, before its filters: Envoy's
+// ConnectionManagerImpl::newStream, which the worker's codec calls as it dispatches the
+// request's HEADERS, counts every request at or over max_requests_per_connection in
+// downstream_cx_max_requests_reached and starts the drain (the GOAWAY shutdown notice) on the
+// first. A saturated worker dispatches request N only after the work queued before it, so
+// the notice leaves that much later and the connection takes more requests meanwhile.
+func (h *hcm) begin(st *stream) func() {
+	if !st.atLimit {
+		return nil
+	}
+	return func() {
+		h.maxRequestsReached.Inc()
+		st.sc.startDrain("max_requests_per_connection")
+	}
 }
 
 func (h *hcm) finishStats(st *stream, status int) {

@@ -253,3 +253,49 @@ func TestRequestTrailersAndBodiesReachTheUpstream(t *testing.T) {
 		t.Fatalf("status %q, %d body bytes", status, body)
 	}
 }
+
+// TestMaxRequestsDrainWaitsForTheWorker: the drain starts when the worker takes up the
+// request that reaches the limit (Envoy's newStream runs as the worker dispatches its
+// HEADERS), not when its bytes arrive. Five requests sent at once to a worker that takes
+// 40 ms each: the third is taken up 80 ms in, so the shutdown notice leaves no sooner, and the
+// count moves only as each request at or over the limit is taken up.
+func TestMaxRequestsDrainWaitsForTheWorker(t *testing.T) {
+	const service = 40 * time.Millisecond
+	p := testPool(t, Config{Model: Model{ServiceTime: service, PerKiB: time.Microsecond}}, knobs(t,
+		"hcm.common_http_protocol_options.max_requests_per_connection", "3",
+		"hcm.drain_timeout", "5s"))
+	pod := p.Pods()[0]
+	rc := dialRaw(t, pod.Addr(), true)
+	sent := time.Now()
+	for _, id := range []uint32{1, 3, 5, 7, 9} {
+		rc.headers(id, "GET", "/get", true)
+	}
+	stat := hcmName(pod, "downstream_cx_max_requests_reached")
+	time.Sleep(service)
+	if n := statValue(t, pod, stat); n != 0 {
+		t.Errorf("%s = %d while the worker is still on the first request: counted on arrival", stat, n)
+	}
+	var notice *frameInfo
+	responses := 0
+	_, err := rc.read(5*time.Second, func(f frameInfo) bool {
+		switch {
+		case f.typ == http2.FrameGoAway && notice == nil:
+			notice = &f
+		case f.typ == http2.FrameHeaders && f.status == "200":
+			responses++
+		}
+		return responses == 5
+	})
+	if err != nil {
+		t.Fatalf("read: %v (%d responses)", err, responses)
+	}
+	if notice == nil {
+		t.Fatal("no shutdown notice")
+	}
+	if after := notice.at.Sub(sent); after < 2*service-5*time.Millisecond {
+		t.Errorf("shutdown notice %s after the requests were sent; the worker takes up the third after two requests' work (%s)", after, 2*service)
+	}
+	if n := waitStat(t, pod, stat, 3); n != 3 {
+		t.Errorf("%s = %d, want 3", stat, n)
+	}
+}

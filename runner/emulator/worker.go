@@ -72,6 +72,29 @@ func (w *Worker) Serve(ctx context.Context, d time.Duration) error {
 	return w.clock.SleepUntil(ctx, w.Book(d))
 }
 
+// Booking is work booked on a worker: it starts at Start and is done at End.
+type Booking struct{ Start, End time.Time }
+
+// BookWork queues d of work on the worker and says when it starts and ends.
+func (w *Worker) BookWork(d time.Duration) Booking {
+	end := w.Book(d)
+	return Booking{Start: end.Add(-d), End: end}
+}
+
+// Run waits for booked work: begin (when not nil) runs as the worker starts on it, then Run
+// returns when it is done. Work cancelled before the worker reached it still runs begin: the
+// worker would have dispatched a request's HEADERS before the reset that follows them.
+func (w *Worker) Run(ctx context.Context, b Booking, begin func()) error {
+	if begin != nil {
+		err := w.clock.SleepUntil(ctx, b.Start)
+		begin()
+		if err != nil {
+			return err
+		}
+	}
+	return w.clock.SleepUntil(ctx, b.End)
+}
+
 // Backlog is how much booked work is still ahead of the worker.
 func (w *Worker) Backlog() time.Duration {
 	w.mu.Lock()
