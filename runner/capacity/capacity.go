@@ -58,7 +58,9 @@ type Capacity struct {
 	// Ratio is the capacity with the knobs over the capacity without (0 when either is unknown).
 	Ratio     float64 `json:"ratio,omitempty"`
 	Statement string  `json:"statement"`
-	Dir       string  `json:"-"`
+	// Rotation bounds what a rotation knob can buy a one-connection client (nil: not that case).
+	Rotation *Rotation `json:"rotation,omitempty"`
+	Dir      string    `json:"-"`
 }
 
 // Curve is one search: p99 (the SLO's percentile) against offered load.
@@ -171,6 +173,7 @@ func Run(ctx context.Context, o Options) (*Capacity, error) {
 	}
 	c.End(ctx, o.Now())
 	c.Ratio, c.Statement = statement(c)
+	c.Rotation = rotation(c, o.Scenario, o.Knobs, info.Pods*info.Concurrency)
 	var rep func() error
 	if !o.NoReport {
 		rep = func() error { return WriteReport(c) }

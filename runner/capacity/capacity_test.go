@@ -180,9 +180,10 @@ func TestCapacityOnTheRealLabAndCtrlC(t *testing.T) {
 }
 
 // TestCapacityRatioOnTheLocalPool is the acceptance search on the emulated pool: count
-// rotation (every 20 requests) lets one shared-transport client's load reach more than one worker, so the pool
-// serves more of it within the SLO. Workers are made slow (5 ms a request) so that a worker,
-// not a busy shared machine, saturates first.
+// rotation (every 20 requests) moves one shared-transport client off a saturated worker
+// before its queue passes the SLO, so the pool serves more of it within the SLO, though never
+// more than the rotation arithmetic allows. Workers are made slow (5 ms a request) so that a
+// worker, not a busy shared machine, saturates first.
 func TestCapacityRatioOnTheLocalPool(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the local pool for about two minutes")
@@ -215,4 +216,14 @@ func TestCapacityRatioOnTheLocalPool(t *testing.T) {
 	if res.Ratio <= 1 || with.Capacity <= without.Capacity {
 		t.Errorf("ratio %.2f: %s", res.Ratio, res.Statement)
 	}
+	// Rotation cannot beat its arithmetic: the search's rate met is within its precision of
+	// the ceiling or under it (slow workers: mu about 200 rps, N/mu 0.1 s, ceiling about 2mu).
+	r := res.Rotation
+	if r == nil {
+		t.Fatalf("no rotation arithmetic: %+v", res)
+	}
+	if with.Capacity > precision*r.CeilingRPS || r.CeilingRatio <= 1 {
+		t.Errorf("the rotating curve met %.0f rps, over the arithmetic's ceiling %.0f: %s", with.Capacity, r.CeilingRPS, r.Text)
+	}
+	t.Log(r.Text)
 }

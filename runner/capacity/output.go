@@ -59,7 +59,11 @@ func (c *Capacity) notes() []string {
 		}
 		out = append(out, s+".")
 	}
-	return append(out, "Result: "+c.Statement+".")
+	out = append(out, "Result: "+c.Statement+".")
+	if c.Rotation != nil {
+		out = append(out, c.Rotation.Text)
+	}
+	return out
 }
 
 // WriteText writes the table and the result.
