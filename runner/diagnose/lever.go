@@ -182,14 +182,15 @@ func exact(f *InForce) bool { return f != nil && f.ExactBalance }
 // patch renders the EnvoyFilter that sets one knob on a gateway whose listener binds the port
 // the stats name, and the command that tries it in the lab first.
 func patch(path, value string, w *Window) (string, string) {
-	return Patch("gateway-rotation", path, value, w.Names.Listener, "")
+	return Patch("gateway-rotation", "diagnose", path, value, w.Names.Listener, "")
 }
 
 // Patch renders an EnvoyFilter named name that sets one knob on a gateway whose listener is
-// listener (its stats' listener_address, e.g. 0.0.0.0_80: the port it binds), and the
-// `igwlab preview` line that tries it in the lab first (on scenario, when not ""). Both are
-// "" for a knob or value the registry refuses.
-func Patch(name, path, value, listener, scenario string) (string, string) {
+// listener (its stats' listener_address, e.g. 0.0.0.0_80: the port it binds), labelled with
+// the command that recommends it (origin: diagnose, sweep), and the `igwlab preview` line
+// that tries it in the lab first (on scenario, when not ""). Both are "" for a knob or value
+// the registry refuses.
+func Patch(name, origin, path, value, listener, scenario string) (string, string) {
 	spec, ok := stacks.Lookup(path)
 	if !ok {
 		return "", ""
@@ -204,7 +205,7 @@ func Patch(name, path, value, listener, scenario string) (string, string) {
 			t.Port = p
 		}
 	}
-	obj := envoyfilter.Object(name, stacks.Scenario{Name: "diagnose", Knobs: k}, t)
+	obj := envoyfilter.Object(name, stacks.Scenario{Name: origin, Knobs: k}, t)
 	b, err := yaml.Marshal(obj)
 	if err != nil {
 		return "", ""

@@ -86,7 +86,7 @@ func recommend(sw *Sweep, spec stacks.KnobSpec, wellSpread int) *Recommendation 
 	if lower := cheaper(sw, best); lower != "" {
 		rec.Why += "; " + lower
 	}
-	rec.EnvoyFilter, rec.Preview = diagnose.Patch("gateway-"+strings.ReplaceAll(folderKnob(spec), "_", "-"), spec.Path, best.Value, listenerOf(sw), sw.Scenario)
+	rec.EnvoyFilter, rec.Preview = diagnose.Patch("gateway-"+strings.ReplaceAll(folderKnob(spec), "_", "-"), "sweep", spec.Path, best.Value, listenerOf(sw), sw.Scenario)
 	return rec
 }
 

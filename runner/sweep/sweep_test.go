@@ -128,5 +128,7 @@ func TestSweepTrendsOnTheLocalPool(t *testing.T) {
 	}
 	if r := sw.Recommendation; r == nil || r.Value == "" || r.Value == "3000" || r.EnvoyFilter == "" || !strings.Contains(r.Preview, "--set "+mrpc+"="+r.Value) {
 		t.Errorf("recommendation %+v", r)
+	} else if !strings.Contains(r.EnvoyFilter, "igwlab.dev/scenario: sweep") || !strings.Contains(r.EnvoyFilter, "max_requests_per_connection: "+r.Value) {
+		t.Errorf("the recommended EnvoyFilter is not labelled as the sweep's or does not set the value:\n%s", r.EnvoyFilter)
 	}
 }
