@@ -45,28 +45,9 @@ func ParseKnobSetting(k *Knobs, setting string) (KnobSpec, error) {
 // "100..100000x10" is 100,1000,10000,100000). Each value is checked against the knob's range
 // as --set checks it, and returned as the text --set takes.
 func (s KnobSpec) ParseKnobValues(text string) ([]string, error) {
-	text = strings.TrimSpace(text)
-	var raw []string
-	if lo, rest, ok := strings.Cut(text, ".."); ok {
-		if s.Type != Uint32 {
-			return nil, fmt.Errorf("%s: a range lo..hixF takes a number knob; this one is %s: list its values (a,b,c)", s.Path, s.Range())
-		}
-		var err error
-		if raw, err = logRange(lo, rest); err != nil {
-			return nil, fmt.Errorf("%s: range %q: %v", s.Path, text, err)
-		}
-	} else {
-		for _, v := range strings.Split(text, ",") {
-			if v = strings.TrimSpace(v); v != "" {
-				raw = append(raw, v)
-			}
-		}
-	}
-	if len(raw) == 0 {
-		return nil, fmt.Errorf("%s: no values: want a,b,c or lo..hixF (allowed %s %s)", s.Path, s.Range(), s.Unit)
-	}
-	if len(raw) > maxSweepValues {
-		return nil, fmt.Errorf("%s: %d values: allowed at most %d", s.Path, len(raw), maxSweepValues)
+	raw, err := ListValues(s.Path, text, s.Type == Uint32, s.Range()+" "+s.Unit)
+	if err != nil {
+		return nil, err
 	}
 	seen := map[string]bool{}
 	out := make([]string, 0, len(raw))
@@ -83,6 +64,36 @@ func (s KnobSpec) ParseKnobValues(text string) ([]string, error) {
 		out = append(out, norm)
 	}
 	return out, nil
+}
+
+// ListValues splits a sweep's values of name, a,b,c, or expands the log range lo..hixF where
+// numeric (a range of anything else is refused, naming allowed); at most maxSweepValues.
+// Each value is still to be checked against name's range.
+func ListValues(name, text string, numeric bool, allowed string) ([]string, error) {
+	text = strings.TrimSpace(text)
+	var raw []string
+	if lo, rest, ok := strings.Cut(text, ".."); ok {
+		if !numeric {
+			return nil, fmt.Errorf("%s: a range lo..hixF takes a number knob; this one is %s: list its values (a,b,c)", name, allowed)
+		}
+		var err error
+		if raw, err = logRange(lo, rest); err != nil {
+			return nil, fmt.Errorf("%s: range %q: %v", name, text, err)
+		}
+	} else {
+		for _, v := range strings.Split(text, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				raw = append(raw, v)
+			}
+		}
+	}
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("%s: no values: want a,b,c or lo..hixF (allowed %s)", name, allowed)
+	}
+	if len(raw) > maxSweepValues {
+		return nil, fmt.Errorf("%s: %d values: allowed at most %d", name, len(raw), maxSweepValues)
+	}
+	return raw, nil
 }
 
 // maxSweepValues bounds a sweep: each value is a run of its own.

@@ -59,6 +59,13 @@ func (sw *Sweep) WriteText(w io.Writer) error {
 	if !sw.TLS {
 		fmt.Fprintln(w, "TLS handshakes/s: not measured (plain HTTP; --tls terminates TLS on the local pool)")
 	}
+	if len(sw.Set) > 0 {
+		fmt.Fprintf(w, "Held in every run: %s\n", strings.Join(setText(sw.Set), ", "))
+	}
+	if sw.Spread != nil {
+		_, err := fmt.Fprintf(w, "\nSpread: %s.\n", sw.Spread.Text)
+		return err
+	}
 	rec := sw.Recommendation
 	if rec == nil {
 		return nil
@@ -91,6 +98,12 @@ func WriteReport(sw *Sweep) error {
 		Intro: []string{fmt.Sprintf("%s target: %d gateway pods x %d worker(s); %d run(s) per value, each with a %gs window (%s). Each value is a folder of its own with the files a suite scenario writes.",
 			sw.Target, sw.Pods, sw.Concurrency, sw.Repeat, sw.WindowS, sw.Window)},
 		Header: sw.header(), Rows: sw.rows()}
+	if len(sw.Set) > 0 {
+		sec.Notes = append(sec.Notes, "Held in every run: "+strings.Join(setText(sw.Set), ", ")+".")
+	}
+	if sw.Spread != nil {
+		sec.Notes = append(sec.Notes, "Spread: "+sw.Spread.Text+".")
+	}
 	if rec := sw.Recommendation; rec != nil {
 		sec.Notes = append(sec.Notes, "Rule: "+rec.Rule+".")
 		if rec.Value == "" {
@@ -108,4 +121,13 @@ func WriteReport(sw *Sweep) error {
 		sec.Plots = []report.Plot{plot}
 	}
 	return report.WriteSection(sw.Dir, sec)
+}
+
+// setText is each held knob as path=value.
+func setText(kv []stacks.KnobValue) []string {
+	out := make([]string, len(kv))
+	for i, k := range kv {
+		out[i] = k.Path + "=" + k.Value
+	}
+	return out
 }

@@ -87,6 +87,10 @@ func recommend(sw *Sweep, spec stacks.KnobSpec, wellSpread int) *Recommendation 
 		rec.Why += "; " + lower
 	}
 	rec.EnvoyFilter, rec.Preview = diagnose.Patch("gateway-"+strings.ReplaceAll(folderKnob(spec), "_", "-"), "sweep", spec.Path, best.Value, listenerOf(sw), sw.Scenario)
+	for _, kv := range sw.Set {
+		// The runs held these too: the preview that reproduces them does.
+		rec.Preview += " --set " + kv.Path + "=" + kv.Value
+	}
 	return rec
 }
 

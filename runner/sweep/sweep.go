@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,7 +25,12 @@ type Options struct {
 	Target   gateway.Target
 	Scenario *stacks.Scenario // as the catalog has it
 	Knob     stacks.KnobSpec
-	// Values are the knob's values, each already checked against its range (KnobSpec.ParseKnobValues).
+	// Streams sweeps the client's streams (StreamsAxis, CheckStreams) instead of Knob.
+	Streams bool
+	// Set holds knobs on top of the scenario's in every run (never the swept knob).
+	Set stacks.Knobs
+	// Values are the knob's values, each already checked against its range
+	// (KnobSpec.ParseKnobValues), or the streams (ParseStreams).
 	Values []string
 	Repeat int
 	// Duration overrides the measured window of each run when non-zero.
@@ -46,10 +52,12 @@ type Sweep struct {
 	Knob     string   `json:"knob"`
 	Unit     string   `json:"unit"`
 	Values   []string `json:"values"`
-	Repeat   int      `json:"repeat"`
-	TLS      bool     `json:"tls"`
-	WindowS  float64  `json:"window_s"`
-	Window   string   `json:"window"` // where the window comes from
+	// Set are the knobs held on top of the scenario's in every run (--set).
+	Set     []stacks.KnobValue `json:"set,omitempty"`
+	Repeat  int                `json:"repeat"`
+	TLS     bool               `json:"tls"`
+	WindowS float64            `json:"window_s"`
+	Window  string             `json:"window"` // where the window comes from
 	suite.RunRecord
 	Points []*Point `json:"points"`
 	// Threshold is the most CV a value may show to count as well spread (see Rule).
@@ -57,7 +65,9 @@ type Sweep struct {
 	// Listener is the gateway listener measured (its stats' listener_address).
 	Listener       string          `json:"listener,omitempty"`
 	Recommendation *Recommendation `json:"recommendation,omitempty"`
-	Dir            string          `json:"-"`
+	// Spread is what a sweep of the client's streams finds, in place of a recommendation.
+	Spread *Spread `json:"spread,omitempty"`
+	Dir    string  `json:"-"`
 }
 
 // Point is one value of the knob: its runs, and the numbers of its median run.
@@ -105,7 +115,7 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 	if len(o.Values) == 0 {
 		return nil, errors.New("sweep: no values")
 	}
-	first := o.Scenario.WithKnobs(knobsOf(o.Knob, o.Values[0]))
+	first := o.at(o.Values[0])
 	plan := make([]time.Duration, len(o.Values)*o.Repeat)
 	for i := range plan {
 		plan[i] = suite.Planned(o.Target, first, o.Duration)
@@ -118,7 +128,11 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 	info := rn.Info()
 	dir := filepath.Join(o.OutDir, o.Now().UTC().Format("20060102T150405Z")+"-sweep")
 	eff, _ := o.Target.Resolve(first)
-	sw := &Sweep{Scenario: o.Scenario.Name, Knob: o.Knob.Path, Unit: o.Knob.Unit, Values: o.Values, Repeat: o.Repeat,
+	knob, unit := o.Knob.Path, o.Knob.Unit
+	if o.Streams {
+		knob, unit = StreamsAxis, "streams"
+	}
+	sw := &Sweep{Scenario: o.Scenario.Name, Knob: knob, Unit: unit, Values: o.Values, Set: o.Set.Set(), Repeat: o.Repeat,
 		RunRecord: rn.Record(o.RunSettings), TLS: tlsOn(info), Dir: dir, WindowS: eff.Load.Duration.D().Seconds(),
 		Window: fmt.Sprintf("the scenario's window on the %s target", info.Name)}
 	if o.Duration > 0 {
@@ -126,16 +140,16 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 	}
 	sw.Threshold = analysis.Chance(o.WellSpread, max(2, info.Pods)).Hi
 	for _, v := range o.Values {
-		sw.Points = append(sw.Points, &Point{Value: v, Dir: folder(o.Knob, v), Status: analysis.StatusNotRun})
+		sw.Points = append(sw.Points, &Point{Value: v, Dir: folder(sw.Knob, v), Status: analysis.StatusNotRun})
 	}
 	rn.Printf("igwlab sweep: %s on the %s target (%d pods x %d worker(s)), %s at %s; %d run(s) per value of %s each; results in %s\n",
-		o.Scenario.Name, info.Name, info.Pods, info.Concurrency, o.Knob.Path, strings.Join(o.Values, ", "), o.Repeat,
+		o.Scenario.Name, info.Name, info.Pods, info.Concurrency, sw.Knob, strings.Join(o.Values, ", "), o.Repeat,
 		time.Duration(sw.WindowS*float64(time.Second)), dir)
 	save := func() { _ = measure.WriteJSON(filepath.Join(dir, "sweep.json"), sw) }
 	save()
 	step := 0
 	for _, p := range sw.Points {
-		sc := o.Scenario.WithKnobs(knobsOf(o.Knob, p.Value))
+		sc := o.at(p.Value)
 		var runs []*analysis.Result
 		for rep := 1; rep <= o.Repeat && ctx.Err() == nil; rep++ {
 			rdir := filepath.Join(dir, p.Dir)
@@ -168,7 +182,11 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 		}
 	}
 	sw.Listener = rn.Names().Listener
-	sw.Recommendation = recommend(sw, o.Knob, o.WellSpread)
+	if o.Streams {
+		sw.Spread = spreadOf(sw, o, &eff, info.EnvoyDefaults)
+	} else {
+		sw.Recommendation = recommend(sw, o.Knob, o.WellSpread)
+	}
 	var rep func() error
 	if !o.NoReport {
 		rep = func() error { return WriteReport(sw) }
@@ -211,6 +229,18 @@ func numbersOf(r *analysis.Result) Numbers {
 	return n
 }
 
+// at is the scenario at one value of the sweep.
+func (o Options) at(v string) *stacks.Scenario {
+	base := o.Scenario
+	if !o.Set.IsZero() {
+		base = base.WithKnobs(o.Set)
+	}
+	if o.Streams {
+		return withStreams(base, v)
+	}
+	return base.WithKnobs(knobsOf(o.Knob, v))
+}
+
 // knobsOf is the knob set to value (already checked).
 func knobsOf(spec stacks.KnobSpec, value string) stacks.Knobs {
 	var k stacks.Knobs
@@ -218,9 +248,9 @@ func knobsOf(spec stacks.KnobSpec, value string) stacks.Knobs {
 	return k
 }
 
-// folder names a value's results folder: "max_requests_per_connection=300".
-func folder(spec stacks.KnobSpec, value string) string {
-	name := spec.Path[strings.LastIndex(spec.Path, ".")+1:] + "=" + value
+// folder names a value's results folder: "max_requests_per_connection=300", "concurrency=500".
+func folder(path, value string) string {
+	name := path[strings.LastIndex(path, ".")+1:] + "=" + value
 	return strings.NewReplacer("/", "_", "{}", "set").Replace(name)
 }
 
@@ -230,9 +260,14 @@ func tlsOn(info gateway.Info) bool {
 	return b
 }
 
-// X is the value as a number for a plot's axis: the count, a duration in seconds, and for
-// other knobs the value's place in the sweep.
+// X is the value as a number for a plot's axis: the count (of a knob or of streams), a
+// duration in seconds, and for other knobs the value's place in the sweep.
 func X(spec stacks.KnobSpec, value string, i int) float64 {
+	if spec.Path == "" {
+		if n, err := strconv.ParseFloat(value, 64); err == nil {
+			return n
+		}
+	}
 	var k stacks.Knobs
 	if spec.Set(&k, value) == nil {
 		switch v, _ := spec.Value(&k); x := v.(type) {

@@ -20,7 +20,8 @@ import (
 type sweepArgs struct {
 	targetArgs
 	scenario, knob, values, out string
-	catalog                     string
+	catalog, streams            string
+	set                         KnobSets
 	repeat, wellSpread          int
 	duration                    time.Duration
 	asJSON                      bool
@@ -32,12 +33,16 @@ func (e *Env) sweepCmd() *cobra.Command {
 		func(cmd *cobra.Command) error { return e.runSweep(cmd.Context(), a) })
 	c.Example = `  igwlab sweep --scenario 04-fortio --knob hcm.common_http_protocol_options.max_requests_per_connection --values 30,100,300,1000,3000
   igwlab sweep --scenario 02-trigger --knob hcm.common_http_protocol_options.max_requests_per_connection --values 100..100000x10 --repeat 3
-  igwlab sweep --scenario 04-fortio --knob hcm.common_http_protocol_options.max_requests_per_connection --values 100,1000 --tls`
+  igwlab sweep --scenario 04-fortio --knob hcm.common_http_protocol_options.max_requests_per_connection --values 100,1000 --tls
+  igwlab sweep --scenario 14-upload-window --client-streams 500,1000,1100,2100 --envoy-defaults 1.36
+  igwlab sweep --scenario 02-trigger --client-streams 100..10000x10 --set hcm.http2_protocol_options.max_concurrent_streams=1024`
 	fs := c.Flags()
 	a.targetArgs.register(fs, "sweep", e.Lab != nil)
 	fs.StringVar(&a.scenario, "scenario", "", "scenario to run at each value (required; igwlab scenarios lists them)")
 	fs.StringVar(&a.knob, "knob", "", "knob to sweep, by its path (required; igwlab knobs lists them with their ranges)")
 	fs.StringVar(&a.values, "values", "", "the knob's values: a,b,c, or a log range lo..hixF (100..100000x10 is 100,1000,10000,100000); each checked against Envoy's range")
+	fs.StringVar(&a.streams, "client-streams", "", "sweep the client's streams instead of a knob: h2dial's workers on one shared transport, a,b,c or lo..hixF (1..100000); finds where it starts to spread over the stream cap in force")
+	fs.Var(&a.set, "set", "knob=value set on top of the scenario's for every run (repeatable), e.g. a stream cap to sweep the client's streams against")
 	fs.IntVar(&a.repeat, "repeat", 1, "runs per value (1..100); the table shows each value's median run, the recommendation lists the runs that agree")
 	fs.DurationVar(&a.duration, "duration", 0, "measured window per run, overriding the scenario's on the target (1s..24h; 0 keeps it)")
 	fs.IntVar(&a.wellSpread, "well-spread", sweep.DefaultWellSpread, "connections of the well-spread client whose chance band sets the recommendation's threshold (2..100000)")
@@ -55,16 +60,33 @@ func (e *Env) sweepCmd() *cobra.Command {
 
 // runSweep checks every input before anything runs, then sweeps.
 func (e *Env) runSweep(ctx context.Context, a *sweepArgs) error {
-	if a.scenario == "" || a.knob == "" || a.values == "" {
-		return Usagef("--scenario, --knob and --values are required, e.g. --scenario 04-fortio --knob hcm.common_http_protocol_options.max_requests_per_connection --values 30,100,300")
+	if a.streams != "" {
+		if a.knob != "" || a.values != "" {
+			return Usagef("--client-streams sweeps the client's streams: it takes no --knob or --values (one axis per sweep)")
+		}
+		if a.scenario == "" {
+			return Usagef("--scenario is required, e.g. --scenario 02-trigger --client-streams 500,1000,1100")
+		}
+	} else if a.scenario == "" || a.knob == "" || a.values == "" {
+		return Usagef("--scenario, --knob and --values are required, e.g. --scenario 04-fortio --knob hcm.common_http_protocol_options.max_requests_per_connection --values 30,100,300 (or --client-streams in place of --knob and --values)")
 	}
-	spec, err := stacks.LookupKnob(a.knob)
-	if err != nil {
-		return Usagef("--knob: %v", err)
-	}
-	values, err := spec.ParseKnobValues(a.values)
-	if err != nil {
-		return Usagef("--values: %v", err)
+	var spec stacks.KnobSpec
+	var values []string
+	var err error
+	if a.streams != "" {
+		if values, err = sweep.ParseStreams(a.streams); err != nil {
+			return Usagef("--client-streams: %v", err)
+		}
+	} else {
+		if spec, err = stacks.LookupKnob(a.knob); err != nil {
+			return Usagef("--knob: %v", err)
+		}
+		if values, err = spec.ParseKnobValues(a.values); err != nil {
+			return Usagef("--values: %v", err)
+		}
+		if _, set := spec.Get(&a.set.K); set {
+			return Usagef("--set %s: that is the knob the sweep varies; --set holds other knobs", spec.Path)
+		}
 	}
 	if a.repeat < 1 || a.repeat > 100 {
 		return Usagef("--repeat %d: allowed 1..100", a.repeat)
@@ -79,12 +101,17 @@ func (e *Env) runSweep(ctx context.Context, a *sweepArgs) error {
 	if err != nil {
 		return err
 	}
+	if a.streams != "" {
+		if err := sweep.CheckStreams(sc); err != nil {
+			return Usagef("--client-streams: %v", err)
+		}
+	}
 	t, progress, err := e.openRun(ctx, &a.targetArgs)
 	if err != nil || t == nil {
 		return err
 	}
 	defer t.Close()
-	sw, err := sweep.Run(ctx, sweep.Options{Target: t, Scenario: sc, Knob: spec, Values: values, Repeat: a.repeat,
+	sw, err := sweep.Run(ctx, sweep.Options{Target: t, Scenario: sc, Knob: spec, Streams: a.streams != "", Set: a.set.K, Values: values, Repeat: a.repeat,
 		Duration: a.duration, WellSpread: a.wellSpread, RunSettings: e.runSettings(a.out, progress)})
 	if sw == nil {
 		return err

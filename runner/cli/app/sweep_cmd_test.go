@@ -27,6 +27,13 @@ func TestSweepBadInputRunsNothing(t *testing.T) {
 		{[]string{"--scenario", "04-fortio", "--knob", mrpc, "--values", "30", "--duration", "10ms"}, []string{"--duration", "allowed 1s..24h"}},
 		{[]string{"--scenario", "04-fortio", "--knob", mrpc, "--values", "30", "--target", "k3d", "--tls"}, []string{"--tls", "local target's emulated pool only"}},
 		{[]string{"--scenario", "04-fortio", "--knob", mrpc, "--values", "30", "--pods", "0"}, []string{"--pods 0", "allowed 1..64"}},
+		{[]string{"--scenario", "02-trigger", "--client-streams", "0,500"}, []string{"--client-streams", "client.concurrency", "out of range: allowed 1..100000 streams"}},
+		{[]string{"--scenario", "02-trigger", "--client-streams", "500,500"}, []string{"--client-streams", "listed twice"}},
+		{[]string{"--scenario", "04-fortio", "--client-streams", "500,1100"}, []string{"--client-streams", "04-fortio's client is fortio", "h2dial on one shared transport"}},
+		{[]string{"--scenario", "02-trigger", "--client-streams", "500", "--knob", mrpc}, []string{"--client-streams", "one axis per sweep"}},
+		{[]string{"--client-streams", "500"}, []string{"--scenario is required"}},
+		{[]string{"--scenario", "04-fortio", "--knob", mrpc, "--values", "30", "--set", mrpc + "=100"}, []string{"--set " + mrpc, "the knob the sweep varies"}},
+		{[]string{"--scenario", "02-trigger", "--client-streams", "500", "--set", "hcm.http2_protocol_options.max_concurrent_streams=0"}, []string{"--set", "max_concurrent_streams", "allowed 1..2147483647"}},
 	})
 }
 
