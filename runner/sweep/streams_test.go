@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/igwlab/igwlab/internal/configkey"
 	"github.com/igwlab/igwlab/internal/testutil"
 	"github.com/igwlab/igwlab/runner/analysis"
 	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/runner/gateway/cluster"
+	"github.com/igwlab/igwlab/runner/gateway/gatewaytest"
 	"github.com/igwlab/igwlab/runner/gateway/local"
 	"github.com/igwlab/igwlab/runner/suite"
 	"github.com/igwlab/igwlab/stacks"
@@ -120,6 +123,38 @@ func TestStreamsSweepFindsWhereTheClientSpreads(t *testing.T) {
 		t.Fatalf("500 streams: %s %v connections; 1100: %s %v connections", lo.Status, lo.Connections, hi.Status, hi.Connections)
 	}
 	if sw.Spread.At != "1100" || sw.Spread.Cap != 1024 || sw.Spread.CapSource != "held by --set" {
+		t.Errorf("spread %+v", sw.Spread)
+	}
+}
+
+// TestStreamsSweepOnTheRealLab: on a real lab each value runs the in-cluster h2dial with that
+// many streams, and --set reaches the stack as igwlab:knobs.
+func TestStreamsSweepOnTheRealLab(t *testing.T) {
+	k := gatewaytest.NewKube(6, 1)
+	st := &gatewaytest.Stack{KubeRef: k, Config: map[string]string{}}
+	c := cluster.NewCluster(cluster.ClusterOptions{Name: "k3d", Kube: k, Stack: st, DrainTimeout: 10 * time.Second})
+	var held stacks.Knobs
+	if _, err := stacks.ParseKnobSetting(&held, "hcm.http2_protocol_options.max_concurrent_streams=1024"); err != nil {
+		t.Fatal(err)
+	}
+	sw, err := Run(context.Background(), Options{Target: c, Scenario: testutil.Scenario(t, "02-trigger"), Streams: true, Set: held,
+		Values: []string{"500", "1100"}, Duration: time.Second, RunSettings: suite.RunSettings{OutDir: t.TempDir(), ApplyTimeout: 5 * time.Second, NoReport: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []string
+	for _, e := range k.Execs {
+		if cmd := strings.Join(e, " "); strings.Contains(cmd, "-mode shared") && strings.Contains(cmd, "-duration 1s") { // the measured run, not the warm-up
+			runs = append(runs, cmd)
+		}
+	}
+	if len(runs) != 2 || !strings.Contains(runs[0], "-c 500 ") || !strings.Contains(runs[1], "-c 1100 ") {
+		t.Errorf("load runs %q", runs)
+	}
+	if got := st.Config[configkey.Full(configkey.Knobs)]; got != `{"hcm.http2_protocol_options.max_concurrent_streams":"1024"}` {
+		t.Errorf("igwlab:knobs %q", got)
+	}
+	if sw.Spread == nil || sw.Spread.Cap != 1024 {
 		t.Errorf("spread %+v", sw.Spread)
 	}
 }
