@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -226,4 +227,27 @@ func TestCapacityRatioOnTheLocalPool(t *testing.T) {
 		t.Errorf("the rotating curve met %.0f rps, over the arithmetic's ceiling %.0f: %s", with.Capacity, r.CeilingRPS, r.Text)
 	}
 	t.Log(r.Text)
+}
+
+// TestStatementSaysWhenTheMachineWasLoaded: on the local target a search whose machine ran
+// over its cores says so with the ratio; a quiet machine, or a real lab (whose client is not
+// on this machine), does not.
+func TestStatementSaysWhenTheMachineWasLoaded(t *testing.T) {
+	slo, _ := ParseSLO("p99=100ms")
+	over := float64(runtime.NumCPU()) + 1.5
+	for _, tc := range []struct {
+		target string
+		load   float64
+		says   bool
+	}{{"local", over, true}, {"local", 0.5, false}, {"k3d", over, false}} {
+		c := &Capacity{SLO: slo, Curves: []*Curve{
+			{Name: "without", Capacity: 1000, Found: true, Steps: []*Step{{LoadAvg: 0.2}}},
+			{Name: "with", Capacity: 1500, Found: true, Knobs: mrpcKnobs(t, "1000").Set(), Steps: []*Step{{LoadAvg: tc.load}}},
+		}}
+		c.Target = tc.target
+		r, s := statement(c)
+		if r != 1.5 || strings.Contains(s, "load average reached") != tc.says {
+			t.Errorf("%s at load %.1f: ratio %.2f: %s", tc.target, tc.load, r, s)
+		}
+	}
 }
