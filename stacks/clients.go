@@ -30,13 +30,17 @@ type ClientKind struct {
 	// OpenLoop says that given client.qps the client sends at that constant rate whatever the
 	// responses do, and times each request from when it was due: what a capacity search needs.
 	OpenLoop bool
+	// DialsAtCapMode is the mode in which all of the client's streams share one transport that
+	// opens another connection only when every one it holds is at the gateway's stream cap
+	// (x/net's Transport); "" means the client has none.
+	DialsAtCapMode string
 }
 
 // ClientKinds are the lab's clients: h2dial dials new connections at the stream cap, fortio
 // is a fixed pool that queues, and the gRPC client keeps one ClientConn (as ghz
 // --connections=1 does).
 var ClientKinds = []ClientKind{
-	{Kind: "h2dial", Modes: []string{"shared", "distinct"}, SlowMode: "shared", Shade: "dark", Uploads: true, OpenLoop: true},
+	{Kind: "h2dial", Modes: []string{"shared", "distinct"}, SlowMode: "shared", Shade: "dark", Uploads: true, OpenLoop: true, DialsAtCapMode: "shared"},
 	{Kind: "fortio", Shade: "light", TimedFromSend: true},
 	{Kind: "grpc", Connections: true, NoPath: true, Shade: "orange"},
 }
@@ -49,6 +53,24 @@ func LookupClient(kind string) (ClientKind, bool) {
 		}
 	}
 	return ClientKind{}, false
+}
+
+// DialsAtCap says the client sends every stream on one transport that dials another
+// connection only at the gateway's stream cap (h2dial in mode shared).
+func (c Client) DialsAtCap() bool {
+	k, ok := LookupClient(c.Kind)
+	return ok && k.DialsAtCapMode != "" && c.Mode == k.DialsAtCapMode
+}
+
+// DialsAtCapClients names the clients DialsAtCap holds for, with their mode.
+func DialsAtCapClients() string {
+	var out []string
+	for _, k := range ClientKinds {
+		if k.DialsAtCapMode != "" {
+			out = append(out, fmt.Sprintf("%s on one shared transport (mode %s)", k.Kind, k.DialsAtCapMode))
+		}
+	}
+	return strings.Join(out, " or ")
 }
 
 // clientNames lists the kinds for which keep holds, in table order.

@@ -83,12 +83,12 @@ func rotation(c *Capacity, base *stacks.Scenario, set stacks.Knobs, workers int)
 	return r
 }
 
-// oneConnection says the scenario's client sends every new request on one connection: h2dial
-// on one shared transport whose streams all fit under the gateway's stream cap (x/net's
-// Transport dials another connection only at the cap). Unset, the cap is Envoy's default:
+// oneConnection says the scenario's client sends every new request on one connection: a
+// client that dials only at the stream cap (stacks.Client.DialsAtCap), whose streams all fit
+// under it. Unset, the cap is Envoy's default:
 // 2147483647 up to Envoy 1.35, 1024 from 1.36.
 func oneConnection(sc *stacks.Scenario) bool {
-	if sc.Client.Kind != "h2dial" || sc.Client.Mode != "shared" || sc.Client.Slow != nil {
+	if !sc.Client.DialsAtCap() || sc.Client.Slow != nil {
 		return false
 	}
 	streams := max(sc.Client.Concurrency, sc.Local.Client.Concurrency)

@@ -46,12 +46,12 @@ func ParseStreams(text string) ([]string, error) {
 	return out, nil
 }
 
-// CheckStreams says whether sc's client is one whose streams a sweep can vary: h2dial on one
-// shared transport, the client that dials a new connection only at the gateway's stream cap.
+// CheckStreams says whether sc's client is one whose streams a sweep can vary: one that dials
+// a new connection only at the gateway's stream cap (stacks.Client.DialsAtCap).
 func CheckStreams(sc *stacks.Scenario) error {
-	if sc.Client.Kind != "h2dial" || sc.Client.Mode != "shared" {
-		return fmt.Errorf("%s's client is %s (mode %q): a sweep of the client's streams takes a scenario whose client is h2dial on one shared transport (mode shared), e.g. 02-trigger",
-			sc.Name, sc.Client.Kind, sc.Client.Mode)
+	if !sc.Client.DialsAtCap() {
+		return fmt.Errorf("%s's client is %s (mode %q): a sweep of the client's streams takes a scenario whose client is %s, e.g. 02-trigger",
+			sc.Name, sc.Client.Kind, sc.Client.Mode, stacks.DialsAtCapClients())
 	}
 	return nil
 }
