@@ -19,6 +19,11 @@ type EnvoyRelease struct {
 // DefaultEnvoy is the release the lab's Istio (1.27) ships.
 const DefaultEnvoy = "1.35"
 
+// GatewayMemoryLimit is the gateway container's memory limit, in bytes: the Istio gateway
+// chart's default (manifests/charts/gateway/values.yaml resources.limits.memory, 1024Mi), which
+// the lab's gateway keeps and the local target's pods are held to.
+const GatewayMemoryLimit = 1 << 30
+
 // EnvoyReleases are the releases the lab models, oldest first. Envoy 1.36 made the HTTP/2
 // defaults "safe" (runtime guard envoy.reloadable_features.safe_http2_options): a stream cap of
 // 1024 instead of 2^31-1, and 16 MiB / 24 MiB windows instead of 256 MiB.

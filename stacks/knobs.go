@@ -16,10 +16,11 @@ type Knobs struct {
 
 // HCMKnobs are fields of envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.
 type HCMKnobs struct {
-	HTTP2             *HTTP2Options              `yaml:"http2_protocol_options"`
-	Common            *CommonHTTPProtocolOptions `yaml:"common_http_protocol_options"`
-	StreamIdleTimeout *Duration                  `yaml:"stream_idle_timeout"`
-	DrainTimeout      *Duration                  `yaml:"drain_timeout"`
+	HTTP2                           *HTTP2Options              `yaml:"http2_protocol_options"`
+	Common                          *CommonHTTPProtocolOptions `yaml:"common_http_protocol_options"`
+	StreamIdleTimeout               *Duration                  `yaml:"stream_idle_timeout"`
+	DrainTimeout                    *Duration                  `yaml:"drain_timeout"`
+	StreamErrorOnInvalidHTTPMessage *bool                      `yaml:"stream_error_on_invalid_http_message"`
 }
 
 // HTTP2Options are fields of envoy.config.core.v3.Http2ProtocolOptions.
@@ -27,6 +28,13 @@ type HTTP2Options struct {
 	MaxConcurrentStreams        *uint32 `yaml:"max_concurrent_streams"`
 	InitialStreamWindowSize     *uint32 `yaml:"initial_stream_window_size"`
 	InitialConnectionWindowSize *uint32 `yaml:"initial_connection_window_size"`
+	// The flood and abuse limits (Envoy's ProtocolConstraints).
+	MaxOutboundFrames                            *uint32 `yaml:"max_outbound_frames"`
+	MaxOutboundControlFrames                     *uint32 `yaml:"max_outbound_control_frames"`
+	MaxConsecutiveInboundFramesWithEmptyPayload  *uint32 `yaml:"max_consecutive_inbound_frames_with_empty_payload"`
+	MaxInboundPriorityFramesPerStream            *uint32 `yaml:"max_inbound_priority_frames_per_stream"`
+	MaxInboundWindowUpdateFramesPerDataFrameSent *uint32 `yaml:"max_inbound_window_update_frames_per_data_frame_sent"`
+	OverrideStreamErrorOnInvalidHTTPMessage      *bool   `yaml:"override_stream_error_on_invalid_http_message"`
 }
 
 // CommonHTTPProtocolOptions are fields of envoy.config.core.v3.HttpProtocolOptions.
@@ -99,6 +107,27 @@ var Registry = []KnobSpec{
 	{Path: "hcm.http2_protocol_options.initial_connection_window_size", Type: Uint32, Min: 65535, Max: 2147483647,
 		Default: envoyDefault("hcm.http2_protocol_options.initial_connection_window_size"), InForce: envoyDefault("hcm.http2_protocol_options.initial_connection_window_size"), Unit: "bytes",
 		Doc: "per-connection HTTP/2 receive window."},
+	{Path: "hcm.http2_protocol_options.max_outbound_frames", Type: Uint32, Min: 1, Max: math.MaxUint32,
+		Default: "10000", InForce: "10000", Unit: "frames",
+		Doc: "frames queued for a connection and not yet written to its socket; one more and the gateway closes the connection without flushing (http2.outbound_flood)."},
+	{Path: "hcm.http2_protocol_options.max_outbound_control_frames", Type: Uint32, Min: 1, Max: math.MaxUint32,
+		Default: "1000", InForce: "1000", Unit: "frames",
+		Doc: "of those, PING and SETTINGS acknowledgements and RST_STREAMs; one more and the connection closes (http2.outbound_control_flood)."},
+	{Path: "hcm.http2_protocol_options.max_consecutive_inbound_frames_with_empty_payload", Type: Uint32, Min: 0, Max: math.MaxUint32,
+		Default: "1", InForce: "1", Unit: "frames",
+		Doc: "HEADERS, CONTINUATION or DATA frames in a row with no payload and no END_STREAM; one more and the connection closes (http2.inbound_empty_frames_flood)."},
+	{Path: "hcm.http2_protocol_options.max_inbound_priority_frames_per_stream", Type: Uint32, Min: 0, Max: math.MaxUint32,
+		Default: "100", InForce: "100", Unit: "frames",
+		Doc: "PRIORITY frames allowed per stream opened (and one stream's worth more); past it the connection closes (http2.inbound_priority_frames_flood)."},
+	{Path: "hcm.http2_protocol_options.max_inbound_window_update_frames_per_data_frame_sent", Type: Uint32, Min: 1, Max: math.MaxUint32,
+		Default: "10", InForce: "10", Unit: "frames",
+		Doc: "WINDOW_UPDATE frames allowed per DATA frame sent (on top of 1 plus 2 per stream opened); past it the connection closes (http2.inbound_window_update_frames_flood)."},
+	{Path: "hcm.http2_protocol_options.override_stream_error_on_invalid_http_message", Type: Bool,
+		Default: "unset (hcm.stream_error_on_invalid_http_message decides)", Unit: "bool",
+		Doc: "for HTTP/2 only, takes precedence over hcm.stream_error_on_invalid_http_message."},
+	{Path: "hcm.stream_error_on_invalid_http_message", Type: Bool,
+		Default: "false", InForce: "false", Unit: "bool",
+		Doc: "false: a request with invalid headers ends the whole connection (http2.rx_messaging_error, downstream_cx_protocol_error); true: only its stream is reset."},
 	{Path: "hcm.common_http_protocol_options.max_requests_per_connection", Type: Uint32, Min: 0, Max: math.MaxUint32,
 		Default: "unlimited", Unit: "requests",
 		Doc: "after this many requests the connection drains (GOAWAY); 0 or unset means no limit."},

@@ -3,6 +3,7 @@ package emulator
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,15 @@ func (c *Clock) Close() {
 
 // SleepUntil blocks until t (or ctx ends). It returns ctx.Err() if ctx ended first.
 func (c *Clock) SleepUntil(ctx context.Context, t time.Time) error {
+	return c.sleepUntil(ctx, t, nil)
+}
+
+// errWoken is sleepUntil's answer when its wake channel closed before the deadline.
+var errWoken = errors.New("woken before the deadline")
+
+// sleepUntil is SleepUntil that also returns errWoken as soon as wake is closed (a nil wake
+// never is).
+func (c *Clock) sleepUntil(ctx context.Context, t time.Time, wake <-chan struct{}) error {
 	if time.Until(t) <= clockSlop {
 		return ctx.Err()
 	}
@@ -97,6 +107,8 @@ func (c *Clock) SleepUntil(ctx context.Context, t time.Time) error {
 		// The clock will still send on ch; it is buffered, so the send never blocks, and the
 		// channel is simply not reused.
 		return ctx.Err()
+	case <-wake:
+		return errWoken
 	}
 }
 

@@ -28,6 +28,12 @@ type listenerConfig struct {
 	exactBalance         bool
 	reusePort            bool
 
+	maxOutboundFrames, maxOutboundControlFrames  uint32
+	maxEmptyFrames, maxPriorityPerStream         uint32
+	maxWindowUpdatePerData                       uint32
+	streamErrorOnInvalid, overrideStreamErrorSet bool
+	overrideStreamError                          bool
+
 	filters  stacks.Filters
 	waypoint bool
 }
@@ -46,6 +52,19 @@ var knobFields = map[string]func(*listenerConfig) any{
 	"listener.per_connection_buffer_limit_bytes":                   func(c *listenerConfig) any { return &c.bufferLimit },
 	"listener.connection_balance_config.exact_balance":             func(c *listenerConfig) any { return &c.exactBalance },
 	"listener.enable_reuse_port":                                   func(c *listenerConfig) any { return &c.reusePort },
+	"hcm.http2_protocol_options.max_outbound_frames":               func(c *listenerConfig) any { return &c.maxOutboundFrames },
+	"hcm.http2_protocol_options.max_outbound_control_frames":       func(c *listenerConfig) any { return &c.maxOutboundControlFrames },
+	"hcm.http2_protocol_options.max_consecutive_inbound_frames_with_empty_payload": func(c *listenerConfig) any {
+		return &c.maxEmptyFrames
+	},
+	"hcm.http2_protocol_options.max_inbound_priority_frames_per_stream": func(c *listenerConfig) any { return &c.maxPriorityPerStream },
+	"hcm.http2_protocol_options.max_inbound_window_update_frames_per_data_frame_sent": func(c *listenerConfig) any {
+		return &c.maxWindowUpdatePerData
+	},
+	"hcm.stream_error_on_invalid_http_message": func(c *listenerConfig) any { return &c.streamErrorOnInvalid },
+	"hcm.http2_protocol_options.override_stream_error_on_invalid_http_message": func(c *listenerConfig) any {
+		return &c.overrideStreamError
+	},
 }
 
 // Setup is what the gateway pool is told to run: a scenario's knobs, filters and waypoint toggle.
@@ -62,8 +81,25 @@ func newListenerConfig(s Setup, generation int) *listenerConfig {
 			_ = spec.Load(&c.knobs, bind(c)) // the field's type is the knob's (TestEveryKnobIsEmulated)
 		}
 	}
+	if s, ok := stacks.Lookup("hcm.http2_protocol_options.override_stream_error_on_invalid_http_message"); ok {
+		_, c.overrideStreamErrorSet = s.Get(&c.knobs)
+	}
 	return c
 }
+
+// streamErrorOnInvalidMessage is whether an invalid request resets only its stream: the
+// HTTP/2 override when set, else the connection manager's setting
+// (Http2::Utility::initializeAndValidateOptions).
+func (c *listenerConfig) streamErrorOnInvalidMessage() bool {
+	if c.overrideStreamErrorSet {
+		return c.overrideStreamError
+	}
+	return c.streamErrorOnInvalid
+}
+
+// maxRequestHeadersBytes is max_request_headers_kb, which Envoy also hands oghttp2 as its
+// max_header_list_bytes (codec_impl.cc Http2Options).
+func (c *listenerConfig) maxRequestHeadersBytes() uint32 { return maxRequestHeadersKB * 1024 }
 
 // listenerConfig is the configuration the pool's pods serve s with: its knobs, and for those it
 // leaves unset, the defaults of the pool's Envoy release.

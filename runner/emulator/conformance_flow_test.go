@@ -23,15 +23,6 @@ func (rc *rawClient) sendBody(id uint32, n int) {
 	}
 }
 
-// stallFirst keeps the pod's worker busy for a few seconds, so the requests that follow are
-// not served, and nothing reads their bodies, while a test looks at the windows.
-func stallFirst(t *testing.T, p *Pool) {
-	t.Helper()
-	if err := p.StallWorker(0, 0, 4*time.Second); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // windowUpdates sums the WINDOW_UPDATE increments per stream among frames.
 func windowUpdates(frames []frameInfo) map[uint32]uint32 {
 	out := map[uint32]uint32{}
@@ -43,41 +34,66 @@ func windowUpdates(frames []frameInfo) map[uint32]uint32 {
 	return out
 }
 
-// A stream's data is given back (WINDOW_UPDATE) as it arrives until the stream's buffer is
-// over initial_stream_window_size; then the window is withheld, and a client that sends past
-// it gets RST_STREAM FLOW_CONTROL_ERROR, a stream error: the connection lives on.
+// pushUntilWithheld sends a request body on stream id as fast as the stream's window allows,
+// to an upstream that does not read it yet (go-httpbin's /delay sleeps before it reads). The
+// bytes move on to the upstream until its socket buffers are full; then the stream's buffer
+// fills and the gateway stops giving window back. It returns the body bytes sent and the
+// window given back, once no WINDOW_UPDATE came for a while with the stream's window spent.
+func (rc *rawClient) pushUntilWithheld(id uint32, window int) (sent, given int) {
+	rc.t.Helper()
+	credit := window
+	chunk := make([]byte, 16384)
+	for sent < 64<<20 {
+		for credit > 0 {
+			n := min(credit, len(chunk))
+			if err := rc.fr.WriteData(id, false, chunk[:n]); err != nil {
+				rc.t.Fatal(err)
+			}
+			sent, credit = sent+n, credit-n
+		}
+		frames, err := rc.read(300*time.Millisecond, func(f frameInfo) bool {
+			return f.typ == http2.FrameWindowUpdate && f.stream == id
+		})
+		if err != nil && !isTimeout(err) {
+			rc.t.Fatalf("reading after %d body bytes: %v", sent, err)
+		}
+		inc := int(windowUpdates(frames)[id])
+		if inc == 0 {
+			return sent, given
+		}
+		given += inc
+		credit += inc
+	}
+	rc.t.Fatalf("the gateway gave back the window for 64 MiB an upstream never read")
+	return 0, 0
+}
+
+// A stream's data is given back (WINDOW_UPDATE) as it arrives, and handed to the upstream, until
+// the upstream stops reading and the stream's buffer is over initial_stream_window_size; then
+// the window is withheld, and a client that sends past it gets RST_STREAM FLOW_CONTROL_ERROR, a
+// stream error: the connection lives on.
 func TestStreamWindowAndBufferLimit(t *testing.T) {
 	p := testPool(t, Config{}, knobs(t,
 		"hcm.http2_protocol_options.initial_stream_window_size", "65535",
-		"hcm.http2_protocol_options.initial_connection_window_size", "1048576"))
+		"hcm.http2_protocol_options.initial_connection_window_size", "268435456"))
 	pod := p.Pods()[0]
 	rc := dialRaw(t, pod.Addr(), true)
-	stallFirst(t, p)
-	rc.headers(1, "POST", "/anything", false)
-	rc.sendBody(1, 65535) // fits the buffer: handed back at once
-	frames, err := rc.read(time.Second, nil)
-	if !isTimeout(err) {
-		t.Fatalf("reading: %v", err)
-	}
-	if got := windowUpdates(frames)[1]; got != 65535 {
-		t.Fatalf("stream WINDOW_UPDATEs for the first 65535 bytes sum to %d, want 65535 (data under the buffer limit is given back on arrival)", got)
-	}
-	rc.sendBody(1, 65535) // the buffer is over its limit from the first byte: nothing comes back
-	frames, err = rc.read(500*time.Millisecond, nil)
-	if !isTimeout(err) {
-		t.Fatalf("reading: %v", err)
-	}
-	if got := windowUpdates(frames)[1]; got != 0 {
-		t.Fatalf("stream WINDOW_UPDATE of %d while its buffer is over the limit", got)
+	rc.headers(1, "POST", "/delay/5", false)
+	sent, given := rc.pushUntilWithheld(1, 65535)
+	// What was given back is everything but one window: the stream's buffer holds that much,
+	// over its limit, and the client has no window left.
+	if sent != given+65535 || given < 65535 {
+		t.Fatalf("sent %d body bytes, %d given back: want all but the 65535 the stream buffers (and more than one window given back on arrival)", sent, given)
 	}
 	rc.sendBody(1, 1) // past the stream's window
-	frames, err = rc.read(time.Second, func(f frameInfo) bool { return f.typ == http2.FrameRSTStream })
+	frames, err := rc.read(2*time.Second, func(f frameInfo) bool { return f.typ == http2.FrameRSTStream })
 	if err != nil || frames[len(frames)-1].code != http2.ErrCodeFlowControl || frames[len(frames)-1].stream != 1 {
 		t.Fatalf("sending past the stream window: %v %+v, want RST_STREAM FLOW_CONTROL_ERROR on stream 1", err, frames)
 	}
 	for stat, want := range map[string]int64{
 		hcmName(pod, "downstream_cx_protocol_error"): 0,
 		hcmName(pod, "downstream_cx_active"):         1,
+		"http2.tx_reset":                             1,
 	} {
 		if n := statValue(t, pod, stat); n != want {
 			t.Errorf("after a stream error: %s = %d, want %d", stat, n, want)
@@ -93,16 +109,11 @@ func TestConnectionWindowIsEnforced(t *testing.T) {
 		"hcm.http2_protocol_options.initial_connection_window_size", "65535"))
 	pod := p.Pods()[0]
 	rc := dialRaw(t, pod.Addr(), true)
-	stallFirst(t, p)
-	rc.headers(1, "POST", "/anything", false)
+	rc.headers(1, "POST", "/delay/5", false)
 	rc.headers(3, "POST", "/anything", false)
-	// 65535 bytes come back at once, the next 65535 are held in stream 1's buffer: the
-	// connection window is then exactly spent, and one byte on stream 3 is past it.
-	rc.sendBody(1, 65535)
-	if _, err := rc.read(500*time.Millisecond, nil); !isTimeout(err) {
-		t.Fatalf("reading: %v", err)
-	}
-	rc.sendBody(1, 65535)
+	// Once stream 1's upstream stops reading, its buffer holds a whole window and the
+	// connection's window (no larger) is spent with it: one byte on stream 3 is past it.
+	rc.pushUntilWithheld(1, 65535)
 	rc.sendBody(3, 1)
 	frames, err := rc.read(2*time.Second, func(f frameInfo) bool { return f.typ == http2.FrameGoAway })
 	if err != nil || frames[len(frames)-1].code != http2.ErrCodeFlowControl {

@@ -65,7 +65,7 @@ func (p *Pool) StallWorker(i, w int, d time.Duration) error {
 	if d <= 0 || d > time.Minute {
 		return fmt.Errorf("stall %s: allowed (0, 1m]", d)
 	}
-	pod.workers[w].Book(d)
+	pod.workers[w].Book(nil, d)
 	p.event("stall", pod.Name, fmt.Sprintf("worker %d stuck for %s", w, d))
 	return nil
 }

@@ -1,12 +1,8 @@
 package emulator
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"net"
 	"runtime"
 	"sync"
@@ -17,40 +13,55 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
-// serverConn serves one downstream HTTP/2 connection on one worker, as Envoy's HTTP connection
-// manager does over its default codec, nghttp2: SETTINGS from the knobs; a stream over an
-// acknowledged stream cap is a connection error, over a cap not yet acknowledged it is
-// refused; the receive windows are enforced and returned as data is consumed; each stream's
-// response is buffered up to the per-stream limit; the two-step GOAWAY drain; and control
-// frames that answer the client wait for the worker, as everything of a connection does in
-// Envoy. docs/envoy-conformance.md names the Envoy and nghttp2 source for each behaviour.
+// serverConn serves one downstream HTTP/2 connection on one worker, split as Envoy splits it:
+// the network connection (this file: reading, writing, the worker's pace), the HTTP/2 codec
+// session (h2session.go over the frame decoder of h2decode.go, with oghttp2's or nghttp2's
+// rules), the connection manager (hcm.go) and Envoy's protocol constraints (h2flood.go).
+// docs/envoy-conformance.md names the Envoy, QUICHE and nghttp2 source of each behaviour.
 //
-// Frames are read and written with golang.org/x/net/http2's Framer and hpack. One goroutine
-// reads, one writes what the stream handlers queue, one runs control frames in the worker's
-// order, and each stream has its own handler.
+// The read side works as Envoy's does: one goroutine reads the socket into a buffer of up to
+// per_connection_buffer_limit_bytes (raw_buffer_socket.cc doRead); the worker dispatches the
+// whole buffer to the codec at once (ConnectionManagerImpl::onData -> ConnectionImpl::dispatch)
+// and takes the next buffer only once it is at the last piece of work the previous one made. A
+// busy worker so reads late, the kernel's buffers fill and TCP throttles the client. Frames the
+// codec queues while it dispatches go out when the worker has done that dispatch's work.
 type serverConn struct {
 	h      *hcm
 	w      *Worker
 	cfg    *listenerConfig
 	nc     net.Conn
-	br     *bufio.Reader
-	fr     *http2.Framer
 	ctx    context.Context
 	cancel context.CancelFunc
 	opened time.Time
+	codec  string
+
+	in  readBuffer
+	dec *frameDecoder
+	// lastBooking is the latest work booked while dispatching the current read: the next read
+	// is dispatched once the worker is at it.
+	lastBooking Booking
 
 	// Write side: frames are encoded into out under wmu; writeLoop flushes them.
-	wmu     sync.Mutex
-	out     *bytes.Buffer
-	spare   *bytes.Buffer
-	henc    *hpack.Encoder
-	hbuf    bytes.Buffer
-	kick    chan struct{}
-	queued  atomic.Int64 // bytes encoded and not yet written to the socket
-	wclosed bool
+	wmu       sync.Mutex
+	fr        *http2.Framer
+	out       *bytes.Buffer
+	spare     *bytes.Buffer
+	outFrames int // frames in out, and how many of them are control frames (Envoy's accounting)
+	outCtrl   int
+	henc      *hpack.Encoder
+	hbuf      bytes.Buffer
+	kick      chan struct{}
+	queued    atomic.Int64 // bytes encoded and not yet written to the socket
+	wclosed   bool
 
-	// ctrl runs control frames once the worker has done the work booked before them.
-	ctrl chan ctrlItem
+	// order runs what is due in the worker's order: a request's filters once the worker has
+	// done its work, the frames a dispatch queued once it has done the dispatch.
+	order workOrder
+
+	sess session
+	pc   protocolConstraints
+	// prefaced is closed once the server's SETTINGS is written: a response never overtakes it.
+	prefaced chan struct{}
 
 	// Stream and flow-control state, under mu; cond wakes writers waiting for window, for the
 	// write buffer to drain or for a stream's send buffer to empty.
@@ -58,24 +69,21 @@ type serverConn struct {
 	cond           *sync.Cond
 	streams        map[uint32]*stream
 	open           uint32 // streams not yet closed in HTTP/2's sense: what the cap counts
-	maxClientID    uint32 // highest stream id received
-	lastAccepted   uint32 // last stream accepted (nghttp2's last processed stream)
 	connSendWindow int64
 	peerInitWindow int64
 	peerMaxFrame   atomic.Uint32
 	blocked        []*stream // streams with response data waiting for a window
-	// Receive side (nghttp2's local window): what the client may still send on the connection,
-	// and bytes consumed and not yet returned to it in a WINDOW_UPDATE.
+	// Receive side (the codec's local window): what the client may still send on the
+	// connection, and bytes consumed and not yet returned to it in a WINDOW_UPDATE.
 	connRecvWindow int64
 	connConsumed   int64
-	// ackedMaxStreams is nghttp2's local_settings.max_concurrent_streams: unlimited until the
-	// client acknowledges our SETTINGS, then the cap.
+	// ackedMaxStreams is the stream cap in force: unlimited until the client acknowledges our
+	// SETTINGS (oghttp2's max_inbound_concurrent_streams_), then the cap.
 	ackedMaxStreams uint32
 	requests        uint64
 	drain           drainState
 	drainReason     string
 	closing         bool
-	peerGoneAway    bool
 	idleTimer       *time.Timer
 	lastActive      time.Time
 	atCap           bool
@@ -86,34 +94,46 @@ type serverConn struct {
 	// closedByUs records that the gateway closed the connection (after a drain, on a protocol
 	// error, when its listener or pod went away); otherwise the client did.
 	closedByUs atomic.Bool
+	// misattributed: the gateway closed the connection from outside the connection manager
+	// (its listener finished draining, the codec's flood callback), which Envoy's connection
+	// manager counts under the remote side's active-request counter.
+	misattributed atomic.Bool
 	// delayedClose is set once the gateway decided to close and is waiting for the client to
 	// close first; input is ignored from then on.
-	delayedClose    atomic.Bool
-	listenerRemoved atomic.Bool
-	closeOnce       sync.Once
+	delayedClose atomic.Bool
+	// goingAway: the session queued an error GOAWAY (or failed) and takes no more frames.
+	goingAway atomic.Bool
+	closeOnce sync.Once
+	rqSide    int // under mu: the side its active requests were counted under at close
+	// codecActive is the active-connections gauge of the codec the connection got.
+	codecActive *Stat
+
+	// The connection manager's premature-reset guard (h2reset.go), under mu.
+	closedStreams, prematureStreams uint64
+	prematureTripped                bool
 }
 
 const clientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
-// unlimitedStreams is nghttp2's NGHTTP2_DEFAULT_MAX_CONCURRENT_STREAMS, the local cap in force
-// before the client acknowledges ours.
+// unlimitedStreams is the local cap in force before the client acknowledges ours.
 const unlimitedStreams = 0xffffffff
 
 func newServerConn(h *hcm, w *Worker, cfg *listenerConfig, nc net.Conn) *serverConn {
 	sc := &serverConn{
-		h: h, w: w, cfg: cfg, nc: nc, opened: time.Now(),
-		out: &bytes.Buffer{}, spare: &bytes.Buffer{}, kick: make(chan struct{}, 1), ctrl: make(chan ctrlItem, 256),
-		streams: map[uint32]*stream{}, connSendWindow: 65535, peerInitWindow: 65535,
+		h: h, w: w, cfg: cfg, nc: nc, opened: time.Now(), codec: h.pod.pool.cfg.Codec,
+		out: &bytes.Buffer{}, spare: &bytes.Buffer{}, kick: make(chan struct{}, 1),
+		streams: map[uint32]*stream{}, connSendWindow: 65535, peerInitWindow: 65535, prefaced: make(chan struct{}),
 		connRecvWindow: int64(cfg.connWindow), ackedMaxStreams: unlimitedStreams,
 	}
 	sc.peerMaxFrame.Store(16384)
 	sc.cond = sync.NewCond(&sc.mu)
 	sc.ctx, sc.cancel = context.WithCancel(context.Background())
-	sc.br = bufio.NewReaderSize(nc, 32<<10)
-	sc.fr = http2.NewFramer(writerFunc(sc.encode), sc.br)
-	sc.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	sc.fr.MaxHeaderListSize = 1 << 20
+	sc.in.init(int(cfg.bufferLimit), h.pod.mem)
+	sc.order.init()
+	sc.fr = http2.NewFramer(writerFunc(sc.encode), nil)
 	sc.henc = hpack.NewEncoder(&sc.hbuf)
+	sc.dec = newFrameDecoder(sc, sc.codec, cfg.maxRequestHeadersBytes())
+	sc.pc = newProtocolConstraints(cfg)
 	return sc
 }
 
@@ -124,6 +144,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // encode is the Framer's writer: it appends to the outgoing buffer (wmu is held).
 func (sc *serverConn) encode(p []byte) (int, error) {
 	sc.queued.Add(int64(len(p)))
+	sc.h.pod.mem.add(int64(len(p)))
 	return sc.out.Write(p)
 }
 
@@ -147,14 +168,15 @@ func (sc *serverConn) writeLoop() {
 		// write(2). Nothing waits on a timer, so a lone frame still goes out at once.
 		runtime.Gosched()
 		sc.wmu.Lock()
-		buf := sc.out
-		sc.out = sc.spare
+		buf, frames, ctrl := sc.out, sc.outFrames, sc.outCtrl
+		sc.out, sc.outFrames, sc.outCtrl = sc.spare, 0, 0
 		sc.wmu.Unlock()
 		if buf.Len() > 0 {
 			n := buf.Len()
-			_ = sc.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
 			_, err := sc.nc.Write(buf.Bytes())
 			sc.queued.Add(-int64(n))
+			sc.h.pod.mem.add(-int64(n))
+			sc.pc.written(frames, ctrl)
 			sc.h.txBytes.Add(int64(n))
 			sc.mu.Lock()
 			sc.cond.Broadcast() // the write buffer drained: paused streams may resume
@@ -176,268 +198,226 @@ func (sc *serverConn) writeLoop() {
 func (sc *serverConn) serve() {
 	defer sc.close("")
 	go sc.writeLoop()
-	go sc.ctrlLoop()
-	preface := make([]byte, len(clientPreface))
-	_ = sc.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.ReadFull(sc.br, preface); err != nil || string(preface) != clientPreface {
-		sc.h.protocolErrors.Inc()
-		sc.closedByUs.Store(true)
-		return
+	go sc.order.run(sc.ctx)
+	go sc.readLoop()
+	h2 := sc.readPreface()
+	if h2 {
+		sc.armTimers()
 	}
-	_ = sc.nc.SetReadDeadline(time.Time{})
-	sc.wmu.Lock()
-	_ = sc.fr.WriteSettings(
-		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: sc.cfg.maxConcurrentStreams},
-		http2.Setting{ID: http2.SettingInitialWindowSize, Val: sc.cfg.streamWindow},
-	)
-	if sc.cfg.connWindow > 65535 {
-		_ = sc.fr.WriteWindowUpdate(0, sc.cfg.connWindow-65535)
-	}
-	sc.flush()
-	sc.wmu.Unlock()
-	sc.armTimers()
-
 	for {
-		f, err := sc.fr.ReadFrame()
+		data, err := sc.in.take(sc.ctx)
+		if h2 && len(data) > 0 && !sc.delayedClose.Load() {
+			sc.dispatch(data)
+		}
+		sc.in.release(data)
 		if err != nil {
-			var ce http2.ConnectionError
-			if errors.As(err, &ce) {
-				sc.connectionError(http2.ErrCode(ce))
-			}
-			return
+			return // the client closed (or reset) the connection: Envoy's RemoteClose
 		}
-		if err := sc.onFrame(f); err != nil {
-			var ce connError
-			if !errors.As(err, &ce) {
-				ce.code = http2.ErrCodeProtocol
-			}
-			sc.connectionError(ce.code)
+		// The next read waits for the worker, unless the client goes away meanwhile.
+		if sc.lastBooking.WaitStart(sc.in.ended) != nil && sc.ctx.Err() != nil {
 			return
 		}
 	}
 }
 
-// connError is a connection error with its HTTP/2 code.
-type connError struct {
-	code http2.ErrCode
-	why  string
-}
-
-func (e connError) Error() string { return e.code.String() + ": " + e.why }
-
-// connectionError ends the connection as Envoy does on a codec error: a GOAWAY with the code,
-// downstream_cx_protocol_error, and a close.
-func (sc *serverConn) connectionError(code http2.ErrCode) {
-	sc.h.protocolErrors.Inc()
-	sc.goAwayNow(code)
-}
-
-func (sc *serverConn) onFrame(f http2.Frame) error {
-	if sc.delayedClose.Load() {
-		return nil // Envoy ignores reads while it waits to close
-	}
-	switch f := f.(type) {
-	case *http2.SettingsFrame:
-		return sc.onSettings(f)
-	case *http2.MetaHeadersFrame:
-		return sc.onHeaders(f)
-	case *http2.DataFrame:
-		return sc.onData(f)
-	case *http2.WindowUpdateFrame:
-		id, inc := f.StreamID, int64(f.Increment)
-		sc.later(func() error { return sc.onWindowUpdate(id, inc) })
-	case *http2.PingFrame:
-		if !f.IsAck() {
-			data := f.Data
-			sc.later(func() error {
-				sc.wmu.Lock()
-				_ = sc.fr.WritePing(true, data)
-				sc.flush()
-				sc.wmu.Unlock()
-				return nil
-			})
+// readPreface waits for the client connection preface. Envoy's connection manager picks the
+// codec from the first bytes (codec_type AUTO: conn_manager_utility.cc determineNextProtocol):
+// anything else than HTTP/2's preface meets the HTTP/1 codec (h1reject.go).
+func (sc *serverConn) readPreface() bool {
+	var got []byte
+	deadline := time.AfterFunc(10*time.Second, func() { sc.closeByUs("no preface") })
+	defer deadline.Stop()
+	for len(got) < len(clientPreface) {
+		data, err := sc.in.take(sc.ctx)
+		got = append(got, data...)
+		sc.in.release(data)
+		n := min(len(got), len(clientPreface))
+		if string(got[:n]) != clientPreface[:n] {
+			sc.rejectAsHTTP1(got, err)
+			return false
 		}
-	case *http2.RSTStreamFrame:
-		sc.mu.Lock()
-		st := sc.streams[f.StreamID]
-		if st != nil {
-			st.reset_ = true // closed at once: the client may open another in its place
-			sc.closeIfDoneLocked(st)
+		if err != nil {
+			return false
 		}
-		sc.mu.Unlock()
-		if st != nil {
-			sc.h.rxReset.Inc()
-			st.abort(fmt.Errorf("client reset the stream: %v", f.ErrCode))
-		}
-	case *http2.GoAwayFrame:
-		sc.mu.Lock()
-		sc.peerGoneAway = true
-		empty := len(sc.streams) == 0
-		sc.mu.Unlock()
-		if empty {
-			sc.close("")
-		}
-	case *http2.PushPromiseFrame:
-		return errors.New("client sent PUSH_PROMISE")
 	}
-	return nil
+	sc.countCodec(true)
+	sc.startSession()
+	if rest := got[len(clientPreface):]; len(rest) > 0 {
+		sc.dispatch(rest)
+	} else {
+		sc.endDispatch()
+	}
+	return true
 }
 
-// onSettings applies the client's settings at once, in order with the frames around it, and
-// acknowledges them once the worker gets to it. A SETTINGS ACK puts our stream cap in force.
-func (sc *serverConn) onSettings(f *http2.SettingsFrame) error {
-	if f.IsAck() {
-		sc.mu.Lock()
-		sc.ackedMaxStreams = sc.cfg.maxConcurrentStreams
-		sc.mu.Unlock()
-		return nil
+// dispatch feeds one read to the codec, as ConnectionImpl::dispatch does, then schedules the
+// frames it queued for when the worker has done the read's work.
+func (sc *serverConn) dispatch(data []byte) {
+	sc.lastBooking = Booking{}
+	// ServerConnectionImpl::dispatch checks the outbound limits before it reads a byte.
+	if !sc.pc.checkOutbound(sc.h) {
+		sc.failFlood(nil)
+	} else {
+		sc.dec.feed(data)
 	}
-	var err error
-	var tableSize *uint32
-	sc.mu.Lock()
-	_ = f.ForeachSetting(func(s http2.Setting) error {
-		switch s.ID {
-		case http2.SettingInitialWindowSize:
-			if s.Val > 1<<31-1 {
-				err = connError{http2.ErrCodeFlowControl, "initial window too large"}
-				return err
-			}
-			delta := int64(s.Val) - sc.peerInitWindow
-			sc.peerInitWindow = int64(s.Val)
-			for _, st := range sc.streams {
-				st.sendWindow += delta
-			}
-		case http2.SettingMaxFrameSize:
-			sc.peerMaxFrame.Store(s.Val)
-		case http2.SettingHeaderTableSize:
-			v := s.Val
-			tableSize = &v
-		}
-		return nil
-	})
-	if err == nil {
-		sc.flushAllLocked()
-	}
-	sc.cond.Broadcast()
-	sc.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	sc.later(func() error {
-		sc.wmu.Lock()
-		if tableSize != nil {
-			sc.henc.SetMaxDynamicTableSizeLimit(*tableSize)
-		}
-		_ = sc.fr.WriteSettingsAck()
-		sc.flush()
-		sc.wmu.Unlock()
-		return nil
-	})
-	return nil
+	sc.endDispatch()
 }
 
-func (sc *serverConn) onHeaders(f *http2.MetaHeadersFrame) error {
-	id := f.StreamID
-	if id%2 == 0 {
-		return errors.New("even stream id from client")
-	}
-	sc.mu.Lock()
-	if st := sc.streams[id]; st != nil {
-		sc.mu.Unlock()
-		st.recv(nil, f.StreamEnded()) // request trailers end the request body
-		return nil
-	}
-	if id <= sc.maxClientID {
-		sc.mu.Unlock()
-		return errors.New("stream id went backwards")
-	}
-	sc.maxClientID = id
-	sc.lastActive = time.Now()
-	open := sc.open
-	switch {
-	case open >= sc.ackedMaxStreams:
-		// nghttp2: "request HEADERS: max concurrent streams exceeded", a connection error.
-		sc.mu.Unlock()
-		return connError{http2.ErrCodeProtocol, "max concurrent streams exceeded"}
-	case sc.closing || sc.drain == finalSent && sc.h.pod.pool.cfg.Codec == CodecNghttp2:
-		// nghttp2 ignores a stream opened after its final GOAWAY: no reply; the client learns
-		// from the GOAWAY's last stream id that it was not processed. oghttp2, Envoy 1.35's
-		// default codec, has no such check and serves it.
-		sc.mu.Unlock()
-		return nil
-	case open >= sc.cfg.maxConcurrentStreams:
-		// Over a cap the client has not acknowledged yet: refuse this stream only.
-		sc.mu.Unlock()
-		sc.h.refused.Inc()
-		sc.refuse(id)
-		return nil
-	}
-	st := newStream(sc, id, f, sc.peerInitWindow)
-	sc.streams[id] = st
-	sc.open++
-	sc.lastAccepted = id
-	sc.atCap = sc.h.pod.pool.obs.streams(int64(sc.open), int64(sc.cfg.maxConcurrentStreams), sc.atCap)
-	sc.requests++
-	reqs := sc.requests
-	if sc.idleTimer != nil {
-		sc.idleTimer.Stop()
-	}
-	sc.mu.Unlock()
-
-	sc.h.rqTotal.Inc()
-	sc.h.rqHTTP2.Inc()
-	sc.h.rqActive.Inc()
-	st.atLimit = sc.cfg.maxRequestsPerConn > 0 && reqs >= uint64(sc.cfg.maxRequestsPerConn)
-	// Booked here, in the order the HEADERS arrived: the worker dispatches a connection's
-	// requests in the order it reads them.
-	st.work = sc.w.BookWork(sc.h.requestCost(sc))
-	go sc.h.handle(st)
-	return nil
+// book queues d of the worker's time for this connection's dispatch.
+func (sc *serverConn) book(d time.Duration) Booking {
+	b := sc.w.Book(sc, d)
+	sc.lastBooking = b
+	return b
 }
 
-func (sc *serverConn) refuse(id uint32) {
-	sc.h.txReset.Inc()
-	sc.wmu.Lock()
-	_ = sc.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
-	sc.flush()
-	sc.wmu.Unlock()
+// readBuffer is the connection's read buffer: the reader fills it up to the limit, the worker
+// takes all of it at each dispatch.
+type readBuffer struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	data  []byte
+	err   error // why reading ended
+	limit int   // per_connection_buffer_limit_bytes; 0: none
+	mem   *podMemory
+	// ended is done once reading has ended or the connection closed.
+	ended       context.Context
+	endedCancel context.CancelFunc
 }
 
-// ctrlItem is a control frame's effect, due when the worker has done the work booked before it.
-type ctrlItem struct {
-	at time.Time
-	fn func() error
+func (b *readBuffer) init(limit int, mem *podMemory) {
+	b.cond = sync.NewCond(&b.mu)
+	b.limit, b.mem = limit, mem
+	b.ended, b.endedCancel = context.WithCancel(context.Background())
 }
 
-// later runs fn in the worker's order: an Envoy worker handles a connection's PING, SETTINGS
-// and WINDOW_UPDATE frames on its own event loop, after whatever it was busy with, so a
-// saturated worker answers a PING late and sends data a WINDOW_UPDATE allows late. Frames whose
-// effect is only the connection's state (a SETTINGS ACK, new settings, GOAWAY) apply at once,
-// keeping their order with the HEADERS around them.
-func (sc *serverConn) later(fn func() error) {
-	select {
-	case sc.ctrl <- ctrlItem{at: sc.w.Book(0), fn: fn}:
-	case <-sc.ctx.Done():
-	}
-}
+// readChunk is what one read(2) asks for: Envoy's reservation of 8 slices of 16 KiB.
+const readChunk = 128 << 10
 
-func (sc *serverConn) ctrlLoop() {
+var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
+
+func (sc *serverConn) readLoop() {
+	b := &sc.in
+	defer b.endedCancel()
 	for {
-		select {
-		case <-sc.ctx.Done():
+		bp := readBufs.Get().(*[]byte)
+		n, err := sc.nc.Read(*bp)
+		b.mu.Lock()
+		if n > 0 {
+			b.data = append(b.data, (*bp)[:n]...)
+			b.mem.add(int64(n))
+		}
+		readBufs.Put(bp)
+		if err != nil {
+			b.err = err
+			b.cond.Broadcast()
+			b.mu.Unlock()
 			return
-		case it := <-sc.ctrl:
-			if sc.w.clock.SleepUntil(sc.ctx, it.at) != nil {
+		}
+		b.cond.Broadcast()
+		// A full buffer is not read further until the worker has taken it: the kernel holds
+		// the rest and TCP pushes back on the client.
+		for b.limit > 0 && len(b.data) >= b.limit && b.err == nil && sc.ctx.Err() == nil {
+			b.cond.Wait()
+		}
+		stop := sc.ctx.Err() != nil
+		b.mu.Unlock()
+		if stop {
+			return
+		}
+	}
+}
+
+// take waits for input and returns all of it, and why reading ended once nothing is left.
+func (b *readBuffer) take(ctx context.Context) ([]byte, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for len(b.data) == 0 && b.err == nil && ctx.Err() == nil {
+		b.cond.Wait()
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	data := b.data
+	b.data = nil
+	b.cond.Broadcast()
+	if len(data) == 0 {
+		return nil, b.err
+	}
+	return data, nil
+}
+
+// release gives back the memory of input the worker has dispatched.
+func (b *readBuffer) release(data []byte) { b.mem.add(-int64(len(data))) }
+
+// wake unblocks the reader and the dispatcher when the connection closes.
+func (b *readBuffer) wake() {
+	b.mu.Lock()
+	b.cond.Broadcast()
+	b.mu.Unlock()
+	b.endedCancel()
+}
+
+// workOrder runs functions as the worker reaches booked work, in the order they were queued:
+// a connection's bookings are done in that order, since the worker does its work in the order
+// it was booked.
+type workOrder struct {
+	mu    sync.Mutex
+	items []orderItem
+	wake  chan struct{}
+}
+
+type orderItem struct {
+	b     Booking
+	start func() // when the worker takes the work up; may be nil
+	end   func() // when it is done
+}
+
+func (o *workOrder) init() { o.wake = make(chan struct{}, 1) }
+
+func (o *workOrder) push(it orderItem) {
+	o.mu.Lock()
+	o.items = append(o.items, it)
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (o *workOrder) run(ctx context.Context) {
+	for {
+		o.mu.Lock()
+		items := o.items
+		o.items = nil
+		o.mu.Unlock()
+		for i, it := range items {
+			if ctx.Err() != nil {
 				return
 			}
-			if err := it.fn(); err != nil {
-				var ce connError
-				if !errors.As(err, &ce) {
-					ce.code = http2.ErrCodeProtocol
+			if it.start != nil {
+				err := it.b.WaitStart(ctx)
+				if err == errDropped {
+					continue
 				}
-				sc.connectionError(ce.code)
+				if err != nil {
+					return
+				}
+				it.start()
+			}
+			err := it.b.Wait(ctx)
+			if err == errDropped {
+				continue
+			}
+			if err != nil {
 				return
 			}
+			it.end()
+			items[i] = orderItem{}
+		}
+		select {
+		case <-o.wake:
+		case <-ctx.Done():
+			return
 		}
 	}
 }

@@ -89,29 +89,25 @@ func (sc *serverConn) drainForListener() {
 }
 
 // lastStreamID is the last stream id a final GOAWAY names (mu held): oghttp2 names the
-// highest stream id it received, nghttp2 the last stream it accepted.
+// highest stream id it saw in any frame header (highest_received_stream_id_), nghttp2 the last
+// stream it accepted.
 func (sc *serverConn) lastStreamID() uint32 {
-	if sc.h.pod.pool.cfg.Codec == CodecNghttp2 {
-		return sc.lastAccepted
+	if sc.codec == CodecNghttp2 {
+		return sc.sess.highestProcessed
 	}
-	return sc.maxClientID
+	return sc.sess.highestReceived
 }
 
 func (sc *serverConn) writeGoAway(last uint32, code http2.ErrCode, debug []byte) {
 	sc.h.goAwaySent.Inc()
 	sc.wmu.Lock()
-	_ = sc.fr.WriteGoAway(last, code, debug)
-	sc.flush()
+	if !sc.refusing() {
+		_ = sc.fr.WriteGoAway(last, code, debug)
+		sc.counted(false, false)
+		sc.flush()
+	}
 	sc.wmu.Unlock()
-}
-
-// goAwayNow sends a final GOAWAY with an error code and closes.
-func (sc *serverConn) goAwayNow(code http2.ErrCode) {
-	sc.mu.Lock()
-	last := sc.lastStreamID()
-	sc.mu.Unlock()
-	sc.writeGoAway(last, code, nil)
-	sc.closeAfterFlush()
+	sc.afterWrite()
 }
 
 // delayedCloseTimeout is the HCM's delayed_close_timeout default.
@@ -125,17 +121,21 @@ func (sc *serverConn) closeAfterFlush() {
 	if !sc.delayedClose.CompareAndSwap(false, true) {
 		return
 	}
+	sc.resetAllStreams(true)
 	deadline := time.Now().Add(delayedCloseTimeout)
-	for sc.queued.Load() > 0 && time.Now().Before(deadline) && sc.ctx.Err() == nil {
-		time.Sleep(time.Millisecond)
-	}
-	t := time.AfterFunc(time.Until(deadline), func() {
-		if sc.ctx.Err() == nil {
-			sc.h.delayedCloseTimeout.Inc()
-			sc.closeByUs("delayed close timeout")
+	go func() {
+		for sc.queued.Load() > 0 && time.Now().Before(deadline) && sc.ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
 		}
-	})
-	go func() { <-sc.ctx.Done(); t.Stop() }()
+		t := time.AfterFunc(time.Until(deadline), func() {
+			if sc.ctx.Err() == nil {
+				sc.h.delayedCloseTimeout.Inc()
+				sc.closeByUs("delayed close timeout")
+			}
+		})
+		<-sc.ctx.Done()
+		t.Stop()
+	}()
 }
 
 // streamDone removes a finished stream and closes a draining connection that has none left.
@@ -153,18 +153,55 @@ func (sc *serverConn) streamDone(st *stream) {
 	sc.atCap = sc.h.pod.pool.obs.streams(int64(sc.open), int64(sc.cfg.maxConcurrentStreams), sc.atCap)
 	empty := len(sc.streams) == 0
 	final := sc.drain == finalSent
-	peerGone := sc.peerGoneAway
 	if empty && sc.idleTimer != nil && sc.drain == notDraining {
 		sc.idleTimer.Reset(sc.cfg.idleTimeout)
 	}
+	closing := sc.closing
 	sc.mu.Unlock()
-	sc.h.rqActive.Dec()
+	st.release()
+	if st.envoy {
+		sc.h.rqActive.Dec()
+		sc.h.streamDestroyed(st, closing)
+	}
 	if empty && final {
 		sc.closeAfterFlush()
-	} else if empty && peerGone {
-		sc.close("")
 	}
 }
+
+// resetAllStreams is the connection manager giving up on every stream of a connection it
+// closes (doConnectionClose, resetAllStreams): each is reset (downstream_rq_rx_reset), work the
+// worker has not started for it is dropped, and whether requests were active is counted by the
+// side that closed (local: the gateway).
+func (sc *serverConn) resetAllStreams(local bool) {
+	sc.w.Drop(sc)
+	sc.mu.Lock()
+	sc.closing = true
+	streams := make([]*stream, 0, len(sc.streams))
+	active := false
+	for _, st := range sc.streams {
+		streams = append(streams, st)
+		active = active || st.envoy
+	}
+	if active && sc.rqSide == 0 {
+		sc.rqSide = sideRemote
+		if local && !sc.misattributed.Load() {
+			sc.rqSide = sideLocal
+		}
+	}
+	sc.cond.Broadcast()
+	sc.mu.Unlock()
+	for _, st := range streams {
+		if st.envoy && !st.ended {
+			sc.h.rqRxReset.Inc()
+		}
+		st.abort(errConnClosed)
+		if st.state.CompareAndSwap(streamQueued, streamDone) {
+			sc.streamDone(st)
+		}
+	}
+}
+
+var errConnClosed = errors.New("connection closed")
 
 // close tears the connection down once. The side that closed is the gateway if it had
 // decided to (closedByUs), else the client.
@@ -172,10 +209,6 @@ func (sc *serverConn) close(reason string) {
 	sc.closeOnce.Do(func() {
 		sc.mu.Lock()
 		sc.closing = true
-		streams := make([]*stream, 0, len(sc.streams))
-		for _, st := range sc.streams {
-			streams = append(streams, st)
-		}
 		if sc.idleTimer != nil {
 			sc.idleTimer.Stop()
 		}
@@ -185,14 +218,23 @@ func (sc *serverConn) close(reason string) {
 		}
 		sc.cond.Broadcast()
 		sc.mu.Unlock()
+		sc.wmu.Lock()
+		sc.wclosed = true
+		sc.wmu.Unlock()
 		sc.cancel()
+		sc.in.wake()
 		_ = sc.nc.Close()
-		for _, st := range streams {
-			st.abort(errors.New("connection closed"))
-		}
-		sc.h.connClosed(sc, sc.closedByUs.Load(), len(streams) > 0, reason)
+		sc.resetAllStreams(sc.closedByUs.Load())
+		sc.h.connClosed(sc, sc.closedByUs.Load(), sc.rqSide, reason)
+		sc.releaseBuffers()
 	})
 }
+
+// Which side's counter a connection's active requests were counted under.
+const (
+	sideLocal  = 1
+	sideRemote = 2
+)
 
 // closeByUs closes the connection at once from the gateway's side (its pod went away, its
 // delayed close timed out).
@@ -206,6 +248,6 @@ func (sc *serverConn) closeByUs(reason string) {
 // downstream_cx_destroy_remote_active_rq although the close is local, which Envoy's source
 // notes as a known misattribution.
 func (sc *serverConn) closeWithListener() {
-	sc.listenerRemoved.Store(true)
+	sc.misattributed.Store(true)
 	sc.closeByUs("listener drained")
 }

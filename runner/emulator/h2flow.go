@@ -1,8 +1,6 @@
 package emulator
 
 import (
-	"errors"
-
 	"golang.org/x/net/http2"
 )
 
@@ -12,34 +10,6 @@ import (
 // per_stream_buffer_limit, which is initial_stream_window_size), and then as the upstream
 // drains it. On the send side each stream's response waits in its own buffer, of the same
 // limit, for the client's windows: over the limit the gateway stops reading the upstream.
-
-// onData takes a DATA frame: connection window first (a connection error past it), then the
-// stream's (a stream error past it).
-func (sc *serverConn) onData(f *http2.DataFrame) error {
-	n := int64(f.Length)
-	sc.mu.Lock()
-	sc.connRecvWindow -= n
-	if sc.connRecvWindow < 0 {
-		sc.mu.Unlock()
-		return connError{http2.ErrCodeFlowControl, "client exceeded the connection's flow-control window"}
-	}
-	st := sc.streams[f.StreamID]
-	sc.mu.Unlock()
-	sc.h.rxBytes.Add(n)
-	if st == nil {
-		sc.consume(nil, n) // a stream already gone: nghttp2 gives the bytes back to the connection
-		return nil
-	}
-	data := f.Data()
-	if pad := n - int64(len(data)); pad > 0 {
-		sc.consume(st, pad) // padding is never buffered
-	}
-	if !st.recv(data, f.StreamEnded()) {
-		st.reset(http2.ErrCodeFlowControl)
-		st.abort(errors.New("client exceeded the stream's flow-control window"))
-	}
-	return nil
-}
 
 // A stream counts against the cap until it is closed in HTTP/2's sense: both sides have sent
 // END_STREAM, or it was reset. The HTTP/2 library closes it as the frame that ends it is
@@ -63,18 +33,24 @@ func (sc *serverConn) closeIfDoneLocked(st *stream) {
 		st.h2closed = true
 		sc.open--
 	}
+	// A stream whose handler has returned is released once its last frame is out.
+	if st.handled && (st.ended || st.reset_) && !st.released {
+		st.released = true
+		go sc.streamDone(st)
+	}
 }
 
 // consume returns n bytes to the client: to the stream's window (when st is not nil and still
 // receiving) and to the connection's, each in a WINDOW_UPDATE when the HTTP/2 library would
-// send one (windowUpdateDue).
-func (sc *serverConn) consume(st *stream, n int64) {
+// send one (windowUpdateDue). While dispatching (inDispatch), the update goes out with the
+// dispatch's other frames.
+func (sc *serverConn) consume(st *stream, n int64, inDispatch bool) {
 	if n <= 0 {
 		return
 	}
 	var streamInc, connInc int64
 	sc.mu.Lock()
-	if st != nil && !st.recvDone {
+	if st != nil && !st.recvDone && !st.h2closed {
 		st.consumed += n
 		if sc.windowUpdateDue(int64(sc.cfg.streamWindow), st.recvWindow, st.consumed) {
 			streamInc, st.consumed = st.consumed, 0
@@ -87,12 +63,25 @@ func (sc *serverConn) consume(st *stream, n int64) {
 		sc.connRecvWindow += connInc
 	}
 	sc.mu.Unlock()
-	if streamInc > 0 {
-		sc.sendWindowUpdate(st.id, streamInc)
+	for _, u := range []struct {
+		id  uint32
+		inc int64
+	}{{streamID(st), streamInc}, {0, connInc}} {
+		switch {
+		case u.inc <= 0:
+		case inDispatch:
+			sc.enqueue(outFrame{typ: http2.FrameWindowUpdate, stream: u.id, inc: uint32(u.inc)})
+		default:
+			sc.sendWindowUpdate(u.id, u.inc)
+		}
 	}
-	if connInc > 0 {
-		sc.sendWindowUpdate(0, connInc)
+}
+
+func streamID(st *stream) uint32 {
+	if st == nil {
+		return 0
 	}
+	return st.id
 }
 
 // windowUpdateDue says when the HTTP/2 library gives consumed bytes back to the peer, for a
@@ -106,7 +95,7 @@ func (sc *serverConn) windowUpdateDue(limit, peerLeft, owed int64) bool {
 	if owed <= 0 {
 		return false
 	}
-	if sc.h.pod.pool.cfg.Codec == CodecNghttp2 {
+	if sc.codec == CodecNghttp2 {
 		return owed >= limit/2
 	}
 	return owed >= limit/3 || peerLeft < limit/2
@@ -114,27 +103,13 @@ func (sc *serverConn) windowUpdateDue(limit, peerLeft, owed int64) bool {
 
 func (sc *serverConn) sendWindowUpdate(id uint32, n int64) {
 	sc.wmu.Lock()
-	_ = sc.fr.WriteWindowUpdate(id, uint32(n))
-	sc.flush()
-	sc.wmu.Unlock()
-}
-
-// onWindowUpdate opens the client's window to us and sends what was waiting for it.
-func (sc *serverConn) onWindowUpdate(id uint32, inc int64) error {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if id == 0 {
-		sc.connSendWindow += inc
-		if sc.connSendWindow > 1<<31-1 {
-			return connError{http2.ErrCodeFlowControl, "connection window overflow"}
-		}
-		sc.flushAllLocked()
-	} else if st := sc.streams[id]; st != nil {
-		st.sendWindow += inc
-		sc.flushStreamLocked(st)
+	if !sc.refusing() {
+		_ = sc.fr.WriteWindowUpdate(id, uint32(n))
+		sc.counted(false, false)
+		sc.flush()
 	}
-	sc.cond.Broadcast()
-	return nil
+	sc.wmu.Unlock()
+	sc.afterWrite()
 }
 
 // flushAllLocked sends what the streams blocked on a window may now send, in the order they
@@ -149,17 +124,29 @@ func (sc *serverConn) flushAllLocked() {
 }
 
 // flushStreamLocked sends as much of a stream's buffered response as both windows allow, and
-// its END_STREAM once the buffer is empty (mu held; takes wmu).
+// its END_STREAM once the buffer is empty (mu held; takes wmu). oghttp2 sends a DATA frame
+// when it has payload or ends the stream (WriteForStream); each counts against Envoy's
+// outbound limits.
 func (sc *serverConn) flushStreamLocked(st *stream) {
 	if st.reset_ || st.ctx.Err() != nil {
 		return
 	}
+	wrote := false
+	defer func() {
+		if wrote {
+			sc.afterWrite()
+		}
+	}()
 	for {
 		if st.pending.Len() == 0 {
 			if st.endPending {
 				st.endPending = false
 				sc.wmu.Lock()
-				_ = sc.fr.WriteData(st.id, true, nil)
+				if !sc.refusing() {
+					_ = sc.fr.WriteData(st.id, true, nil)
+					sc.counted(false, true)
+					wrote = true
+				}
 				sc.endLocalLocked(st)
 				sc.flush()
 				sc.wmu.Unlock()
@@ -175,12 +162,18 @@ func (sc *serverConn) flushStreamLocked(st *stream) {
 			}
 			return
 		}
+		sc.wmu.Lock()
+		if sc.refusing() {
+			sc.wmu.Unlock()
+			return
+		}
 		sc.connSendWindow -= n
 		st.sendWindow -= n
-		chunk := st.pending.Next(int(n))
+		chunk := st.pendingNext(int(n))
 		last := st.endPending && st.pending.Len() == 0
-		sc.wmu.Lock()
 		_ = sc.fr.WriteData(st.id, last, chunk)
+		sc.counted(false, true)
+		wrote = true
 		if last {
 			st.endPending = false
 			sc.endLocalLocked(st)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -27,11 +28,17 @@ type stream struct {
 	header    http.Header
 	started   time.Time
 	// atLimit: this request reaches max_requests_per_connection; the worker counts it and
-	// starts the connection's drain when it takes the request up (hcm.handle).
+	// starts the connection's drain when it takes the request up (hcm.begin).
 	atLimit bool
 	work    Booking // the worker's work on the request's HEADERS and filters
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
+	// envoy: Envoy's stream exists (made as the header block starts); state says how far the
+	// connection manager got with it (streamQueued, streamHandled, streamDone).
+	envoy       bool
+	state       atomic.Int32
+	remaining   int64  // request body bytes its content-length still expects; -1: none
+	resetReason string // "remote" (the client's RST_STREAM) or "local" (the codec's)
 
 	// Request body, filled by the read loop.
 	bmu        sync.Mutex
@@ -45,43 +52,82 @@ type stream struct {
 	// Under sc.mu: window bookkeeping, and the response side.
 	recvWindow int64 // bytes the client may still send on this stream
 	consumed   int64 // consumed and not yet returned in a WINDOW_UPDATE
-	recvDone   bool  // the client ended its side: no more stream WINDOW_UPDATEs
+	recvDone   bool  // the client ended its side (half-closed remote): no more stream WINDOW_UPDATEs
 	sendWindow int64
 	pending    bytes.Buffer // response bytes waiting for the client's windows
 	endPending bool         // END_STREAM goes out with the last pending byte
 	blocked    bool         // on sc.blocked
-	reset_     bool         // RST_STREAM sent: nothing more goes out
+	reset_     bool         // reset (either side): nothing more goes out
 	h2closed   bool         // closed in HTTP/2's sense: no longer counted against the cap
 
 	wroteHeader bool
 	ended       bool
+	handled     bool // the handler has returned
+	released    bool // streamDone is under way
+	headerBytes int64
+	dispatched  bool // the request's headers reached the connection manager
 	status      int
 	idle        *time.Timer
 }
 
-func newStream(sc *serverConn, id uint32, f *http2.MetaHeadersFrame, window int64) *stream {
+// A stream's progress through the connection manager.
+const (
+	streamQueued  int32 = iota // waiting for the worker
+	streamHandled              // its handler runs
+	streamDone                 // finished, or given up with its connection
+)
+
+var (
+	errStreamReset = errors.New("stream reset by the gateway")
+	errClientReset = errors.New("client reset the stream")
+)
+
+func newStream(sc *serverConn, id uint32, fin bool) *stream {
 	st := &stream{
-		sc: sc, id: id, started: time.Now(), sendWindow: window,
-		method:     f.PseudoValue("method"),
-		path:       f.PseudoValue("path"),
-		authority:  f.PseudoValue("authority"),
-		header:     make(http.Header, len(f.Fields)),
-		bodyEnded:  f.StreamEnded(),
-		hasBody:    !f.StreamEnded(),
-		recvDone:   f.StreamEnded(),
+		sc: sc, id: id, started: time.Now(), sendWindow: sc.peerInitWindow,
+		header:     http.Header{},
+		bodyEnded:  fin,
+		hasBody:    !fin,
+		remaining:  -1,
 		recvWindow: int64(sc.cfg.streamWindow),
 	}
 	st.bcond = sync.NewCond(&st.bmu)
-	for _, hf := range f.RegularFields() {
-		st.header.Add(hf.Name, hf.Value)
-	}
 	st.ctx, st.cancel = context.WithCancelCause(sc.ctx)
-	if d := sc.cfg.streamIdleTimeout; d > 0 {
+	return st
+}
+
+// addHeader keeps a validated request field (trailers are validated and dropped: the
+// upstream hop does not forward them).
+func (st *stream) addHeader(f hpack.HeaderField, trailer bool) {
+	if trailer {
+		return
+	}
+	switch f.Name {
+	case ":method":
+		st.method = f.Value
+	case ":path":
+		st.path = f.Value
+	case ":authority":
+		st.authority = f.Value
+	case ":scheme":
+	default:
+		if f.Name == "host" && st.authority == "" {
+			st.authority = f.Value
+		}
+		st.header.Add(f.Name, f.Value)
+	}
+	n := int64(len(f.Name) + len(f.Value) + headerOverhead)
+	st.headerBytes += n
+	st.sc.h.pod.mem.add(n)
+}
+
+// startIdleTimer arms stream_idle_timeout once Envoy has the request.
+func (st *stream) startIdleTimer() {
+	if d := st.sc.cfg.streamIdleTimeout; d > 0 {
 		st.bmu.Lock() // the timer's function may run before this assignment is visible
 		st.idle = time.AfterFunc(d, st.onIdleTimeout)
 		st.bmu.Unlock()
 	}
-	return st
 }
 
 func (st *stream) touch() {
@@ -104,21 +150,18 @@ func (st *stream) onIdleTimeout() {
 	st.abort(errors.New("stream idle timeout"))
 }
 
-// recv appends request body bytes; end marks the end of the body. It reports false when the
-// client sent more than the stream's window allowed (a FLOW_CONTROL_ERROR). The bytes go back
-// to the client at once unless the stream's buffer is over its limit (Envoy stops giving
-// window to a stream whose buffer is overrun), and then as the upstream reads them.
-func (st *stream) recv(p []byte, end bool) bool {
+// recv appends request body bytes, already counted against the stream's window; end marks the
+// end of the body. The bytes go back to the client at once unless the stream's buffer is over
+// its limit (Envoy stops giving window to a stream whose buffer is overrun), and then as the
+// upstream reads them.
+func (st *stream) recv(p []byte, end bool) {
 	sc := st.sc
 	sc.mu.Lock()
 	st.recvWindow -= int64(len(p))
-	within := st.recvWindow >= 0
 	sc.mu.Unlock()
-	if !within {
-		return false
-	}
 	st.bmu.Lock()
 	st.body.Write(p)
+	sc.h.pod.mem.add(int64(len(p)))
 	overrun := int64(st.body.Len()) > sc.cfg.streamBufferLimit()
 	if overrun {
 		st.unconsumed += int64(len(p))
@@ -134,10 +177,9 @@ func (st *stream) recv(p []byte, end bool) bool {
 		sc.mu.Unlock()
 	}
 	if !overrun {
-		sc.consume(st, int64(len(p)))
+		sc.consume(st, int64(len(p)), true)
 	}
 	st.touch()
-	return true
 }
 
 // Read reads the request body for the upstream; once the buffer is below half its limit, the
@@ -156,12 +198,13 @@ func (st *stream) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	n, _ := st.body.Read(p)
+	st.sc.h.pod.mem.add(-int64(n))
 	var give int64
 	if st.unconsumed > 0 && int64(st.body.Len()) <= st.sc.cfg.streamBufferLimit()/2 {
 		give, st.unconsumed = st.unconsumed, 0
 	}
 	st.bmu.Unlock()
-	st.sc.consume(st, give)
+	st.sc.consume(st, give, false)
 	return n, nil
 }
 
@@ -191,17 +234,23 @@ func (st *stream) writeHeader(status int, h http.Header, end bool) error {
 		return context.Cause(st.ctx)
 	}
 	sc := st.sc
+	select {
+	case <-sc.prefaced:
+	case <-st.ctx.Done():
+		return context.Cause(st.ctx)
+	}
 	if sc.listenerDraining.Load() {
 		sc.drainForListener()
 	}
 	st.wroteHeader, st.status = true, status
 	st.touch()
-	if end {
-		sc.mu.Lock() // mu before wmu: the stream is closed as its last frame is encoded
-		defer sc.mu.Unlock()
-	}
+	sc.mu.Lock() // mu before wmu: the stream is closed as its last frame is encoded
+	defer sc.mu.Unlock()
 	sc.wmu.Lock()
-	defer sc.wmu.Unlock()
+	if sc.refusing() || st.reset_ {
+		sc.wmu.Unlock()
+		return st.gone()
+	}
 	sc.hbuf.Reset()
 	_ = sc.henc.WriteField(hpack.HeaderField{Name: ":status", Value: strconv.Itoa(status)})
 	encodeHeader(sc.henc, h)
@@ -210,8 +259,14 @@ func (st *stream) writeHeader(status int, h http.Header, end bool) error {
 		sc.endLocalLocked(st)
 	}
 	sc.flush()
+	sc.wmu.Unlock()
+	sc.afterWrite()
 	return err
 }
+
+// refusing reports that the session takes no more frames: its connection is closing, or an
+// error GOAWAY is queued (wmu held).
+func (sc *serverConn) refusing() bool { return sc.wclosed || sc.goingAway.Load() }
 
 func encodeHeader(enc *hpack.Encoder, h http.Header) {
 	for k, vs := range h {
@@ -243,6 +298,7 @@ func (st *stream) writeBlock(block []byte, end bool) error {
 		} else {
 			err = st.sc.fr.WriteContinuation(st.id, len(block) == 0, chunk)
 		}
+		st.sc.counted(false, false)
 		if err != nil {
 			return err
 		}
@@ -253,8 +309,8 @@ func (st *stream) writeBlock(block []byte, end bool) error {
 // writeData queues body bytes on the stream's send buffer, which drains as the client's
 // windows allow. Like Envoy's router it stops reading the upstream (the caller waits here)
 // while the connection's write buffer is over its high watermark, or the stream's send buffer
-// is over the per-stream limit, until they are below half. With end, it returns once the last
-// byte and END_STREAM are sent. It reports whether it had to pause.
+// is over the per-stream limit, until they are below half. With end, the stream ends once the
+// buffer has gone out; the caller does not wait for that. It reports whether it had to pause.
 func (st *stream) writeData(p []byte, end bool) (paused bool, err error) {
 	sc := st.sc
 	sc.mu.Lock()
@@ -268,7 +324,7 @@ func (st *stream) writeData(p []byte, end bool) (paused bool, err error) {
 	if sc.closing || st.ctx.Err() != nil || st.reset_ {
 		return paused, st.gone()
 	}
-	st.pending.Write(p)
+	st.pendingWrite(p)
 	st.endPending = st.endPending || end
 	sc.flushStreamLocked(st)
 	limit := sc.cfg.streamBufferLimit()
@@ -278,13 +334,30 @@ func (st *stream) writeData(p []byte, end bool) (paused bool, err error) {
 			sc.cond.Wait()
 		}
 	}
-	for end && !st.ended && !sc.closing && st.ctx.Err() == nil {
-		sc.cond.Wait()
-	}
 	if sc.closing || st.ctx.Err() != nil {
 		return paused, st.gone()
 	}
 	return paused, nil
+}
+
+// pendingWrite and pendingNext keep the stream's send buffer and its share of the pod's
+// memory (in Envoy's buffer slices) in step (sc.mu held).
+func (st *stream) pendingWrite(p []byte) {
+	before := st.pending.Len()
+	st.pending.Write(p)
+	st.sc.h.pod.mem.add(sliced(st.pending.Len()) - sliced(before))
+}
+
+func (st *stream) pendingNext(n int) []byte {
+	before := st.pending.Len()
+	b := st.pending.Next(n)
+	st.sc.h.pod.mem.add(sliced(st.pending.Len()) - sliced(before))
+	return b
+}
+
+func (st *stream) pendingDrop() {
+	st.sc.h.pod.mem.add(-sliced(st.pending.Len()))
+	st.pending.Reset()
 }
 
 // gone is why a stream can send no more.
@@ -302,11 +375,16 @@ func (st *stream) writeTrailers(h http.Header) error {
 	for st.pending.Len() > 0 && !sc.closing && st.ctx.Err() == nil {
 		sc.cond.Wait()
 	}
-	if sc.closing || st.ctx.Err() != nil {
+	if sc.closing || st.ctx.Err() != nil || st.reset_ {
 		sc.mu.Unlock()
 		return st.gone()
 	}
 	sc.wmu.Lock()
+	if sc.refusing() {
+		sc.wmu.Unlock()
+		sc.mu.Unlock()
+		return st.gone()
+	}
 	sc.hbuf.Reset()
 	encodeHeader(sc.henc, h)
 	err := st.writeBlock(sc.hbuf.Bytes(), true)
@@ -314,6 +392,7 @@ func (st *stream) writeTrailers(h http.Header) error {
 	sc.flush()
 	sc.wmu.Unlock()
 	sc.mu.Unlock()
+	sc.afterWrite()
 	return err
 }
 
@@ -330,43 +409,63 @@ func (st *stream) respond(status int, body string) error {
 	return err
 }
 
-// reset sends RST_STREAM and drops whatever the stream still had to send.
+// reset sends RST_STREAM from outside a dispatch (a handler giving up, a timer) and drops
+// whatever the stream still had to send.
 func (st *stream) reset(code http2.ErrCode) {
 	sc := st.sc
-	sc.h.txReset.Inc()
+	select {
+	case <-sc.prefaced:
+	case <-sc.ctx.Done():
+	}
 	sc.mu.Lock()
+	if st.reset_ {
+		sc.mu.Unlock()
+		return
+	}
 	st.reset_, st.endPending = true, false
-	st.pending.Reset()
+	st.pendingDrop()
 	sc.wmu.Lock()
-	_ = sc.fr.WriteRSTStream(st.id, code)
+	if !sc.refusing() {
+		sc.h.txReset.Inc()
+		_ = sc.fr.WriteRSTStream(st.id, code)
+		sc.counted(true, false)
+		sc.flush()
+	}
 	sc.endLocalLocked(st)
-	sc.flush()
 	sc.wmu.Unlock()
 	sc.cond.Broadcast()
 	sc.mu.Unlock()
+	sc.afterWrite()
 }
 
-// finish releases the stream. A handler that returns without ending its stream resets it.
-// Request bytes still held back are given back to the connection, as nghttp2 does for a
-// closed stream.
-func (st *stream) finish() {
-	st.sc.mu.Lock()
-	ended := st.ended
-	st.sc.mu.Unlock()
-	if !ended && st.sc.ctx.Err() == nil {
+// handlerDone is the end of a stream's handler. A handler that returns without ending its
+// stream resets it; one whose response still waits for the client's windows leaves the stream
+// to end when the last byte goes out.
+func (st *stream) handlerDone() {
+	sc := st.sc
+	sc.mu.Lock()
+	ending := st.ended || st.endPending && !st.reset_
+	sc.mu.Unlock()
+	if !ending && sc.ctx.Err() == nil {
 		st.reset(http2.ErrCodeInternal)
 	}
 	st.bmu.Lock()
 	idle := st.idle
+	held := st.unconsumed
+	st.unconsumed = 0
 	st.bmu.Unlock()
 	if idle != nil {
 		idle.Stop()
 	}
-	st.cancel(nil)
-	st.bmu.Lock()
-	held := st.unconsumed
-	st.unconsumed = 0
-	st.bmu.Unlock()
-	st.sc.consume(nil, held)
-	st.sc.streamDone(st)
+	// Request bytes still held back are given back to the connection, as nghttp2 does for a
+	// closed stream.
+	sc.consume(nil, held, false)
+	sc.mu.Lock()
+	st.handled = true
+	done := (st.ended || st.reset_ || sc.closing) && !st.released
+	st.released = st.released || done
+	sc.mu.Unlock()
+	if done {
+		sc.streamDone(st)
+	}
 }

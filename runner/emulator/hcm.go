@@ -20,6 +20,7 @@ type hcm struct {
 	prefix string
 
 	cxTotal, cxActive, cxHTTP2Total, cxHTTP2Active        *Stat
+	cxHTTP1Total, cxHTTP1Active                           *Stat
 	cxDestroy, cxDestroyLocal, cxDestroyRemote            *Stat
 	cxDestroyLocalActiveRq, cxDestroyRemoteActiveRq       *Stat
 	protocolErrors, delayedCloseTimeout                   *Stat
@@ -31,8 +32,11 @@ type hcm struct {
 	drainClose                                            *Stat
 	// listener stats
 	lCxTotal, lCxActive, lCxLength *Stat
+	rqRxReset, rqTxReset, cxDestroyActiveRq, prematureResets *Stat
 	// codec stats (http2.*)
-	rxReset, txReset, refused, rxMessagingError, goAwayFinal *Stat
+	rxReset, txReset, refused, rxMessagingError, goAwayFinal, trailers, headerOverflow *Stat
+	outboundFlood, outboundControlFlood, inboundEmptyFlood, inboundPriorityFlood    *Stat
+	inboundWindowUpdateFlood                                                        *Stat
 	// emulator additions (igwlab.*): detail only, no call rests on them
 	goAwaySent, drainStarted, jwtDenied, accessLogged *Stat
 }
@@ -44,6 +48,7 @@ func newHCM(p *Pod) *hcm {
 	g := func(name string) *Stat { return hcmStat(st, Gauge, px, name) }
 	h.cxTotal, h.cxActive = c("downstream_cx_total"), g("downstream_cx_active")
 	h.cxHTTP2Total, h.cxHTTP2Active = c("downstream_cx_http2_total"), g("downstream_cx_http2_active")
+	h.cxHTTP1Total, h.cxHTTP1Active = c("downstream_cx_http1_total"), g("downstream_cx_http1_active")
 	h.cxDestroy = c("downstream_cx_destroy")
 	h.cxDestroyLocal, h.cxDestroyRemote = c("downstream_cx_destroy_local"), c("downstream_cx_destroy_remote")
 	h.cxDestroyLocalActiveRq = c("downstream_cx_destroy_local_active_rq")
@@ -66,6 +71,16 @@ func newHCM(p *Pod) *hcm {
 	h.rxReset, h.txReset = plainStat(st, Counter, "http2.rx_reset"), plainStat(st, Counter, "http2.tx_reset")
 	h.refused = plainStat(st, Counter, "http2.stream_refused_errors")
 	h.rxMessagingError = plainStat(st, Counter, "http2.rx_messaging_error")
+	h.trailers = plainStat(st, Counter, "http2.trailers")
+	h.headerOverflow = plainStat(st, Counter, "http2.header_overflow")
+	h.outboundFlood = plainStat(st, Counter, "http2.outbound_flood")
+	h.outboundControlFlood = plainStat(st, Counter, "http2.outbound_control_flood")
+	h.inboundEmptyFlood = plainStat(st, Counter, "http2.inbound_empty_frames_flood")
+	h.inboundPriorityFlood = plainStat(st, Counter, "http2.inbound_priority_frames_flood")
+	h.inboundWindowUpdateFlood = plainStat(st, Counter, "http2.inbound_window_update_frames_flood")
+	h.rqRxReset, h.rqTxReset = c("downstream_rq_rx_reset"), c("downstream_rq_tx_reset")
+	h.cxDestroyActiveRq = c("downstream_cx_destroy_active_rq")
+	h.prematureResets = c("downstream_rq_too_many_premature_resets")
 	// Envoy counts only the final GOAWAY of a drain (ConnectionImpl::goAway), not the notice.
 	h.goAwayFinal = plainStat(st, Counter, "http2.goaway_sent")
 	h.goAwaySent = emulatorStat(st, Counter, "goaway_sent")
@@ -76,48 +91,104 @@ func newHCM(p *Pod) *hcm {
 }
 
 func (h *hcm) connOpened(sc *serverConn) {
-	for _, s := range []*Stat{h.cxTotal, h.cxHTTP2Total, h.lCxTotal, sc.w.cxTotal} {
+	for _, s := range []*Stat{h.cxTotal, h.lCxTotal, sc.w.cxTotal} {
 		s.Inc()
 	}
-	for _, s := range []*Stat{h.cxActive, h.cxHTTP2Active, h.lCxActive, sc.w.cxActive} {
+	for _, s := range []*Stat{h.cxActive, h.lCxActive, sc.w.cxActive} {
 		s.Inc()
 	}
 	h.pod.pool.obs.connOpened()
 }
 
-// connClosed counts a connection's end as Envoy's connection manager does: by the side that
-// closed it (local: the gateway; remote: the client), and whether requests were still active.
-func (h *hcm) connClosed(sc *serverConn, local, activeRq bool, _ string) {
-	for _, s := range []*Stat{h.cxActive, h.cxHTTP2Active, h.lCxActive, sc.w.cxActive} {
+// countCodec counts the codec the connection manager made for the connection from its first
+// bytes (ConnectionManagerImpl::createCodec).
+func (sc *serverConn) countCodec(h2 bool) {
+	h := sc.h
+	if h2 {
+		h.cxHTTP2Total.Inc()
+		h.cxHTTP2Active.Inc()
+	} else {
+		h.cxHTTP1Total.Inc()
+		h.cxHTTP1Active.Inc()
+	}
+	sc.codecActive = h.cxHTTP1Active
+	if h2 {
+		sc.codecActive = h.cxHTTP2Active
+	}
+}
+
+// connClosed counts a connection's end as Envoy's connection manager does
+// (ConnectionManagerImpl::onEvent, doConnectionClose): by the side that closed it (local: the
+// gateway; remote: the client), and, when requests were still active, once more by that side
+// and in downstream_cx_destroy_active_rq. A close from outside the connection manager (a
+// drained listener, the codec's flood callback) is counted under the remote side's
+// active-request counter, a misattribution Envoy's source notes.
+func (h *hcm) connClosed(sc *serverConn, local bool, rqSide int, _ string) {
+	for _, s := range []*Stat{h.cxActive, h.lCxActive, sc.w.cxActive} {
 		s.Dec()
+	}
+	if sc.codecActive != nil {
+		sc.codecActive.Dec()
 	}
 	sc.w.active.Add(-1)
 	h.cxDestroy.Inc()
-	switch {
-	case local && activeRq && sc.listenerRemoved.Load():
+	if local {
 		h.cxDestroyLocal.Inc()
-		h.cxDestroyRemoteActiveRq.Inc()
-	case local && activeRq:
-		h.cxDestroyLocal.Inc()
+	} else {
+		h.cxDestroyRemote.Inc()
+	}
+	switch rqSide {
+	case sideLocal:
+		h.cxDestroyActiveRq.Inc()
 		h.cxDestroyLocalActiveRq.Inc()
-	case local:
-		h.cxDestroyLocal.Inc()
-	case activeRq:
-		h.cxDestroyRemote.Inc()
+	case sideRemote:
+		h.cxDestroyActiveRq.Inc()
 		h.cxDestroyRemoteActiveRq.Inc()
-	default:
-		h.cxDestroyRemote.Inc()
 	}
 	ms := float64(time.Since(sc.opened)) / float64(time.Millisecond)
 	h.cxLength.Observe(ms)
 	h.lCxLength.Observe(ms)
+	h.pod.mem.add(-connMemory)
 	h.pod.forget(sc)
 }
 
-// handle serves one stream: the request's share of the worker, the filter chain, the upstream
-// round trip, the response's share of the worker per KiB, then the stats and access log.
+// beginStream is ServerConnectionImpl::onBeginHeaders -> ConnectionManagerImpl::newStream for
+// a new stream: Envoy's stream exists (and is counted) from its header block's first byte.
+func (h *hcm) beginStream(st *stream) {
+	st.envoy = true
+	h.rqTotal.Inc()
+	h.rqHTTP2.Inc()
+	h.rqActive.Inc()
+	h.pod.mem.add(h.pod.pool.cfg.streamMemory())
+	sc := st.sc
+	sc.mu.Lock()
+	sc.requests++
+	reqs := sc.requests
+	sc.atCap = h.pod.pool.obs.streams(int64(sc.open), int64(sc.cfg.maxConcurrentStreams), sc.atCap)
+	sc.mu.Unlock()
+	st.atLimit = sc.cfg.maxRequestsPerConn > 0 && reqs >= uint64(sc.cfg.maxRequestsPerConn)
+}
+
+// decodeHeaders is the request's headers reaching the connection manager: the worker's work on
+// them is booked in the order the HEADERS arrived (a worker dispatches a connection's requests
+// in the order it reads them), and the filters and the upstream run once it is done.
+func (h *hcm) decodeHeaders(st *stream) {
+	sc := st.sc
+	st.dispatched = true
+	st.startIdleTimer()
+	st.work = sc.book(h.requestCost(sc))
+	sc.order.push(orderItem{b: st.work, start: h.begin(st), end: func() {
+		if st.state.CompareAndSwap(streamQueued, streamHandled) {
+			go h.handle(st)
+		}
+	}})
+}
+
+// handle serves one stream once the worker has done its work on the request: the filter chain,
+// the upstream round trip, the response's share of the worker per KiB, then the stats and
+// access log.
 func (h *hcm) handle(st *stream) {
-	defer st.finish()
+	defer st.handlerDone()
 	sc := st.sc
 	flags := "-"
 	status := 0
@@ -126,12 +197,12 @@ func (h *hcm) handle(st *stream) {
 		if al := sc.cfg.filters.AccessLog; al != nil {
 			if h.pod.pool.access.log(st, status, flags, al.ResponseFlags) {
 				h.accessLogged.Inc()
-				_ = sc.w.Serve(context.Background(), h.pod.pool.access.cost)
+				_ = sc.w.Serve(context.Background(), sc, h.pod.pool.access.cost)
 			}
 		}
 	}()
 
-	if err := sc.w.Run(st.ctx, st.work, h.begin(st)); err != nil {
+	if st.ctx.Err() != nil {
 		flags = "DC"
 		return
 	}
@@ -261,7 +332,7 @@ func (h *hcm) copyBody(st *stream, cl *cluster, resp *http.Response) string {
 			cl.rxBytes.Add(int64(n))
 			owed += time.Duration(n) * m.PerKiB / 1024
 			if owed >= 50*time.Microsecond {
-				_ = sc.w.Serve(st.ctx, owed)
+				_ = sc.w.Serve(st.ctx, sc, owed)
 				owed = 0
 			}
 			paused, werr := st.writeData(buf[:n], false)
@@ -286,7 +357,7 @@ func (h *hcm) copyBody(st *stream, cl *cluster, resp *http.Response) string {
 		}
 	}
 	if owed > 0 {
-		_ = sc.w.Serve(st.ctx, owed)
+		_ = sc.w.Serve(st.ctx, sc, owed)
 	}
 	if len(resp.Trailer) > 0 {
 		if err := st.writeTrailers(resp.Trailer); err != nil {

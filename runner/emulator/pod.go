@@ -36,6 +36,8 @@ type Pod struct {
 	mcsCap       uint32 // a fixed stream cap for listeners Istio configures itself (waypoint HBONE: 100)
 
 	store    *Store
+	mem      *podMemory
+	backoff  crashBackOff // the kubelet's, across the container's restarts
 	hcm      *hcm
 	workers  []*Worker
 	clusters map[string]*cluster
@@ -91,6 +93,7 @@ func (p *Pod) Store() *Store { return p.store }
 func (p *Pod) build(cfg *listenerConfig) {
 	pl := p.pool
 	p.store = NewStore()
+	p.mem = newPodMemory(p, pl.cfg.memoryLimit())
 	p.workers = nil
 	workers := pl.cfg.Workers
 	if p.role == roleWaypoint {
@@ -125,6 +128,8 @@ func (p *Pod) build(cfg *listenerConfig) {
 	p.concurrency = plainStat(p.store, Gauge, "server.concurrency")
 	p.concurrency.Set(int64(workers))
 	p.live = plainStat(p.store, Gauge, "server.live")
+	alloc := plainStat(p.store, Gauge, "server.memory_allocated")
+	alloc.read = p.mem.Used
 	if pl.tls != nil && p.role == roleGateway {
 		p.sslHandshakes = listenerStat(p.store, Counter, p.listenerAddr, "ssl.handshake")
 		p.sslErrors = listenerStat(p.store, Counter, p.listenerAddr, "ssl.connection_error")
@@ -258,10 +263,10 @@ func (p *Pod) serveConn(w *Worker, c net.Conn) {
 		cp.maxConcurrentStreams = p.mcsCap
 		cfg = &cp
 	}
-	w.Book(p.pool.model.ConnCost)
+	w.Book(nil, p.pool.model.ConnCost)
 	if t := p.pool.tls; t != nil && p.role == roleGateway {
 		// The handshake runs on the connection's worker, like everything else about it.
-		_ = w.Serve(context.Background(), t.cost)
+		_ = w.Serve(context.Background(), nil, t.cost)
 		tc := tls.Server(c, t.cfg)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := tc.HandshakeContext(ctx)
@@ -285,6 +290,7 @@ func (p *Pod) serveConn(w *Worker, c net.Conn) {
 	}
 	p.conns[sc] = struct{}{}
 	p.mu.Unlock()
+	p.mem.add(connMemory)
 	p.hcm.connOpened(sc)
 	sc.serve()
 }

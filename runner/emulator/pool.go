@@ -21,6 +21,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -74,6 +75,21 @@ type Config struct {
 	// Envoy is the Envoy release whose defaults the pods run with for the knobs a scenario
 	// leaves unset (stacks.EnvoyReleases; "": stacks.DefaultEnvoy, Istio 1.27's).
 	Envoy string
+	// MemoryLimit is each gateway pod's container memory limit in bytes (0: the chart's
+	// default, DefaultMemoryLimit; negative: none), and StreamMemory what each stream counts
+	// against it (0: DefaultStreamMemory).
+	MemoryLimit, StreamMemory int64
+}
+
+// memoryLimit is the limit each pod is held to (0: none).
+func (c *Config) memoryLimit() int64 {
+	switch {
+	case c.MemoryLimit < 0:
+		return 0
+	case c.MemoryLimit == 0:
+		return DefaultMemoryLimit
+	}
+	return c.MemoryLimit
 }
 
 // HTTP/2 codecs Envoy can use downstream.
@@ -120,6 +136,12 @@ func (c *Config) Check() error {
 	if c.ListenerDrainTime < 0 || c.ListenerDrainTime > time.Hour {
 		return fmt.Errorf("listener drain time %s: allowed [0, 1h]", c.ListenerDrainTime)
 	}
+	if c.MemoryLimit > 0 && c.MemoryLimit < 16<<20 || c.MemoryLimit > 1<<40 {
+		return fmt.Errorf("memory limit %d bytes: allowed 16Mi..1Ti, or none", c.MemoryLimit)
+	}
+	if c.StreamMemory < 0 || c.StreamMemory > 16<<20 {
+		return fmt.Errorf("stream memory %d bytes: allowed 0..16Mi", c.StreamMemory)
+	}
 	if c.Model.PerKiB < 0 || c.Model.ConnCost < 0 {
 		return errors.New("per-KiB and connection costs must not be negative")
 	}
@@ -142,6 +164,8 @@ type Pool struct {
 	waypointVIP *Balancer
 
 	obs observer
+
+	closed atomic.Bool
 
 	mu         sync.Mutex
 	generation int
@@ -402,6 +426,7 @@ func (p *Pool) Events() []Event {
 
 // Close stops everything.
 func (p *Pool) Close() {
+	p.closed.Store(true)
 	if p.vip != nil {
 		p.vip.Close()
 	}

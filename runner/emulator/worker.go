@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,13 +15,21 @@ import (
 // work is done. No CPU is burnt, so many pods fit on a small machine, yet a worker that is
 // offered more than it can serve builds a queue exactly as a saturated thread does, while the
 // pool as a whole sits idle.
+//
+// Work the worker has not started yet can be dropped: when a connection closes, Envoy resets
+// its streams and never spends time on them again, so the work queued behind that connection's
+// goes ahead as soon as the worker is free (Drop).
 type Worker struct {
 	ID    int
 	clock *Clock
 
 	mu        sync.Mutex
 	busyUntil time.Time
-	booked    time.Duration // all work ever booked
+	booked    time.Duration // all work ever booked and not dropped
+	queue     []*workItem   // booked work not yet done, in the order the worker does it
+	// retimed is closed, and replaced, when Drop moves queued work earlier: whoever waits for
+	// a booking reads its times again.
+	retimed chan struct{}
 
 	active   atomic.Int64 // connections pinned here
 	busyNs   *Stat
@@ -28,8 +37,17 @@ type Worker struct {
 	cxActive *Stat
 }
 
+// workItem is one piece of booked work.
+type workItem struct {
+	owner      *serverConn // the connection it is for; nil for work of the pod's own
+	bookedAt   time.Time   // it cannot start before it was booked
+	d          time.Duration
+	start, end time.Time // under Worker.mu: Drop moves them earlier
+	dropped    bool
+}
+
 func newWorker(id int, clock *Clock, st *Store, listenerAddr string) *Worker {
-	w := &Worker{ID: id, clock: clock}
+	w := &Worker{ID: id, clock: clock, retimed: make(chan struct{})}
 	wl := Label{"worker", strconv.Itoa(id)}
 	w.busyNs = emulatorStat(st, Counter, "worker_busy_ns", wl)
 	w.busyNs.read = w.busyTime
@@ -38,19 +56,118 @@ func newWorker(id int, clock *Clock, st *Store, listenerAddr string) *Worker {
 	return w
 }
 
-// Book queues d of work on the worker and returns when it would complete.
-func (w *Worker) Book(d time.Duration) time.Time {
+// Booking is work queued on a worker: Wait returns when it is done, WaitStart when the worker
+// takes it up.
+type Booking struct {
+	w  *Worker
+	it *workItem
+}
+
+// errDropped is a booking's answer when its connection closed before the worker reached it.
+var errDropped = errors.New("dropped: the connection closed before the worker reached it")
+
+// Book queues d of work for owner (nil: the pod's own) and returns the booking.
+func (w *Worker) Book(owner *serverConn, d time.Duration) Booking {
 	now := time.Now()
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pruneLocked(now)
 	start := w.busyUntil
 	if start.Before(now) {
 		start = now
 	}
-	end := start.Add(d)
-	w.busyUntil = end
+	it := &workItem{owner: owner, bookedAt: now, d: d, start: start, end: start.Add(d)}
+	w.busyUntil = it.end
 	w.booked += d
-	w.mu.Unlock()
-	return end
+	if it.end.After(now) {
+		w.queue = append(w.queue, it)
+	}
+	return Booking{w: w, it: it}
+}
+
+// pruneLocked forgets the work already done.
+func (w *Worker) pruneLocked(now time.Time) {
+	i := 0
+	for i < len(w.queue) && !w.queue[i].end.After(now) {
+		w.queue[i] = nil
+		i++
+	}
+	w.queue = w.queue[i:]
+}
+
+// Drop forgets the work of owner the worker has not started, and moves the work queued behind
+// it earlier. It returns how much work it dropped.
+func (w *Worker) Drop(owner *serverConn) time.Duration {
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pruneLocked(now)
+	var freed time.Duration
+	var prevEnd time.Time
+	kept := w.queue[:0]
+	for _, it := range w.queue {
+		switch {
+		case !it.start.After(now): // under way: the worker finishes it
+		case it.owner == owner:
+			it.dropped = true
+			freed += it.d
+			continue
+		case freed > 0:
+			s := latest(prevEnd, it.bookedAt, now)
+			if s.Before(it.start) {
+				it.start, it.end = s, s.Add(it.d)
+			}
+		}
+		kept = append(kept, it)
+		prevEnd = it.end
+	}
+	clear(w.queue[len(kept):])
+	w.queue = kept
+	if freed == 0 {
+		return 0
+	}
+	w.booked -= freed
+	w.busyUntil = latest(prevEnd, now)
+	close(w.retimed)
+	w.retimed = make(chan struct{})
+	return freed
+}
+
+// Wait waits until the booked work is done; errDropped if it was dropped first.
+func (b Booking) Wait(ctx context.Context) error {
+	return b.wait(ctx, func(it *workItem) time.Time { return it.end })
+}
+
+// WaitStart waits until the worker takes the booked work up.
+func (b Booking) WaitStart(ctx context.Context) error {
+	return b.wait(ctx, func(it *workItem) time.Time { return it.start })
+}
+
+func (b Booking) wait(ctx context.Context, at func(*workItem) time.Time) error {
+	if b.it == nil {
+		return ctx.Err()
+	}
+	for {
+		b.w.mu.Lock()
+		t, dropped, retimed := at(b.it), b.it.dropped, b.w.retimed
+		b.w.mu.Unlock()
+		if dropped {
+			return errDropped
+		}
+		if err := b.w.clock.sleepUntil(ctx, t, retimed); !errors.Is(err, errWoken) {
+			return err
+		}
+	}
+}
+
+// Started reports whether the worker has taken the booked work up.
+func (b Booking) Started() bool {
+	if b.it == nil {
+		return true
+	}
+	b.w.mu.Lock()
+	defer b.w.mu.Unlock()
+	return !b.it.dropped && !b.it.start.After(time.Now())
 }
 
 // busyTime is the work done so far: everything booked minus what is still queued. It only
@@ -64,35 +181,12 @@ func (w *Worker) busyTime() int64 {
 // Busy is the worker's busy time so far (the worker_busy_ns counter).
 func (w *Worker) Busy() time.Duration { return time.Duration(w.busyTime()) }
 
-// Serve books d of work and waits until it is done.
-func (w *Worker) Serve(ctx context.Context, d time.Duration) error {
+// Serve books d of work for owner and waits until it is done.
+func (w *Worker) Serve(ctx context.Context, owner *serverConn, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	return w.clock.SleepUntil(ctx, w.Book(d))
-}
-
-// Booking is work booked on a worker: it starts at Start and is done at End.
-type Booking struct{ Start, End time.Time }
-
-// BookWork queues d of work on the worker and says when it starts and ends.
-func (w *Worker) BookWork(d time.Duration) Booking {
-	end := w.Book(d)
-	return Booking{Start: end.Add(-d), End: end}
-}
-
-// Run waits for booked work: begin (when not nil) runs as the worker starts on it, then Run
-// returns when it is done. Work cancelled before the worker reached it still runs begin: the
-// worker would have dispatched a request's HEADERS before the reset that follows them.
-func (w *Worker) Run(ctx context.Context, b Booking, begin func()) error {
-	if begin != nil {
-		err := w.clock.SleepUntil(ctx, b.Start)
-		begin()
-		if err != nil {
-			return err
-		}
-	}
-	return w.clock.SleepUntil(ctx, b.End)
+	return w.Book(owner, d).Wait(ctx)
 }
 
 // Backlog is how much booked work is still ahead of the worker.
@@ -100,4 +194,15 @@ func (w *Worker) Backlog() time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return max(0, time.Until(w.busyUntil))
+}
+
+// latest is the latest of some times.
+func latest(ts ...time.Time) time.Time {
+	var l time.Time
+	for _, t := range ts {
+		if t.After(l) {
+			l = t
+		}
+	}
+	return l
 }
