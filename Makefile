@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build bench run test test-short fuzz test-prometheus test-browser test-pulumi test-apiserver test-istio vet fmt tools kube-tools clean
+.PHONY: all build bench run test test-short fuzz test-prometheus test-browser test-pulumi test-apiserver test-istio test-h2spec vet fmt tools kube-tools clean
 
 all: build
 
@@ -67,3 +67,6 @@ fmt:
 
 clean:
 	rm -rf bin
+
+test-h2spec: ## h2spec, case by case, against igwlab serve at both codecs and two stream caps (docs/envoy-conformance.md); builds h2spec on first use
+	IGWLAB_H2SPEC_BIN="$$(bash hack/h2spec-tool.sh)" $(GO) test -count=1 -timeout 20m -v -run 'TestH2spec|TestTableCovers|TestStreamLimit|TestKilledClient' ./runner/conformance/

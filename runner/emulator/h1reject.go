@@ -49,11 +49,7 @@ func (sc *serverConn) rejectAsHTTP1(got []byte, readErr error) {
 	b.WriteString("server: istio-envoy\r\nconnection: close\r\n\r\n")
 	b.WriteString(body)
 	h.rqTotal.Inc()
-	if status >= 500 {
-		h.rq5xx.Inc()
-	} else {
-		h.rq4xx.Inc()
-	}
+	h.chargeStats(status)
 	sc.wmu.Lock()
 	_, _ = sc.encode(b.Bytes())
 	sc.flush()

@@ -30,15 +30,15 @@ type framerError int
 
 // The adapter's errors this decoder can raise.
 const (
-	framerInvalidStreamID        framerError = iota + 1 // SPDY_INVALID_STREAM_ID
-	framerInvalidControlFrame                           // SPDY_INVALID_CONTROL_FRAME
-	framerInvalidPadding                                // SPDY_INVALID_PADDING
-	framerInvalidDataFrameFlags                         // SPDY_INVALID_DATA_FRAME_FLAGS
-	framerUnexpectedFrame                               // SPDY_UNEXPECTED_FRAME
-	framerControlPayloadTooLarge                        // SPDY_CONTROL_PAYLOAD_TOO_LARGE
-	framerInvalidControlFrameSize                       // SPDY_INVALID_CONTROL_FRAME_SIZE
-	framerOversizedPayload                              // SPDY_OVERSIZED_PAYLOAD
-	framerHpack                                         // SPDY_DECOMPRESS_FAILURE and the SPDY_HPACK_* errors
+	framerInvalidStreamID         framerError = iota + 1 // SPDY_INVALID_STREAM_ID
+	framerInvalidControlFrame                            // SPDY_INVALID_CONTROL_FRAME
+	framerInvalidPadding                                 // SPDY_INVALID_PADDING
+	framerInvalidDataFrameFlags                          // SPDY_INVALID_DATA_FRAME_FLAGS
+	framerUnexpectedFrame                                // SPDY_UNEXPECTED_FRAME
+	framerControlPayloadTooLarge                         // SPDY_CONTROL_PAYLOAD_TOO_LARGE
+	framerInvalidControlFrameSize                        // SPDY_INVALID_CONTROL_FRAME_SIZE
+	framerOversizedPayload                               // SPDY_OVERSIZED_PAYLOAD
+	framerHpack                                          // SPDY_DECOMPRESS_FAILURE and the SPDY_HPACK_* errors
 )
 
 // code is the GOAWAY code oghttp2 answers a decoding error with (oghttp2_session.cc:

@@ -191,13 +191,7 @@ func (sc *serverConn) resetAllStreams(local bool) {
 	sc.cond.Broadcast()
 	sc.mu.Unlock()
 	for _, st := range streams {
-		if st.envoy && !st.ended {
-			sc.h.rqRxReset.Inc()
-		}
-		st.abort(errConnClosed)
-		if st.state.CompareAndSwap(streamQueued, streamDone) {
-			sc.streamDone(st)
-		}
+		sc.streamReset(st, errConnClosed)
 	}
 }
 

@@ -214,9 +214,31 @@ func (sc *serverConn) resetStream(st *stream, code http2.ErrCode) {
 	sc.mu.Unlock()
 	sc.enqueue(outFrame{typ: http2.FrameRSTStream, stream: st.id, code: code})
 	// oghttp2 closes the stream once its RST is written: Envoy's onStreamClose sees a remote
-	// reset (downstream_rq_rx_reset).
+	// reset (downstream_rq_rx_reset), and the connection manager destroys its stream.
 	st.resetReason = "local"
-	st.abort(errStreamReset)
+	sc.streamReset(st, errStreamReset)
+}
+
+// streamReset ends Envoy's stream of a stream the codec closed by a reset
+// (ActiveStream::onResetStream: downstream_rq_rx_reset): its handler stops, and one that had not
+// started yet never does.
+func (sc *serverConn) streamReset(st *stream, why error) {
+	sc.mu.Lock()
+	first := !st.resetCounted
+	st.resetCounted = true
+	st.reset_ = true
+	sc.closeIfDoneLocked(st)
+	sc.mu.Unlock()
+	if first && st.envoy && !st.ended {
+		sc.h.rqRxReset.Inc()
+	}
+	st.abort(why)
+	if st.state.CompareAndSwap(streamQueued, streamDone) {
+		sc.mu.Lock()
+		st.released = true
+		sc.mu.Unlock()
+		sc.streamDone(st)
+	}
 }
 
 // clientReset is the client's RST_STREAM on an open stream: http2.rx_reset, and the stream is
@@ -228,7 +250,7 @@ func (sc *serverConn) clientReset(st *stream, code http2.ErrCode) {
 	sc.mu.Unlock()
 	sc.h.rxReset.Inc()
 	st.resetReason = "remote"
-	st.abort(errClientReset)
+	sc.streamReset(st, errClientReset)
 }
 
 // nghttp2's default stream reset rate limit (nghttp2_session.h NGHTTP2_DEFAULT_STREAM_RESET_*):

@@ -370,11 +370,13 @@ func (sc *serverConn) headerStatus(st *stream, r headerResult) bool {
 		sc.resetStream(st, http2.ErrCodeInternal)
 		return true
 	}
-	sc.resetStream(st, http2.ErrCodeProtocol)
 	sc.h.rxMessagingError.Inc()
 	if sc.cfg.streamErrorOnInvalidMessage() {
+		sc.resetStream(st, http2.ErrCodeProtocol)
 		return true
 	}
+	// The RST_STREAM oghttp2 queued is never sent, and the stream lives until the connection
+	// manager resets all of them as it closes the connection.
 	sc.failVisitor()
 	return false
 }

@@ -63,11 +63,13 @@ type stream struct {
 	wroteHeader bool
 	ended       bool
 	handled     bool // the handler has returned
-	released    bool // streamDone is under way
-	headerBytes int64
-	dispatched  bool // the request's headers reached the connection manager
-	status      int
-	idle        *time.Timer
+	// resetCounted: the connection manager counted its reset (downstream_rq_rx_reset) once.
+	resetCounted bool
+	released     bool // streamDone is under way
+	headerBytes  int64
+	dispatched   bool // the request's headers reached the connection manager
+	status       int
+	idle         *time.Timer
 }
 
 // A stream's progress through the connection manager.
@@ -242,7 +244,6 @@ func (st *stream) writeHeader(status int, h http.Header, end bool) error {
 	if sc.listenerDraining.Load() {
 		sc.drainForListener()
 	}
-	st.wroteHeader, st.status = true, status
 	st.touch()
 	sc.mu.Lock() // mu before wmu: the stream is closed as its last frame is encoded
 	defer sc.mu.Unlock()
@@ -251,6 +252,8 @@ func (st *stream) writeHeader(status int, h http.Header, end bool) error {
 		sc.wmu.Unlock()
 		return st.gone()
 	}
+	st.wroteHeader, st.status = true, status
+	sc.h.chargeStats(status)
 	sc.hbuf.Reset()
 	_ = sc.henc.WriteField(hpack.HeaderField{Name: ":status", Value: strconv.Itoa(status)})
 	encodeHeader(sc.henc, h)
@@ -424,6 +427,7 @@ func (st *stream) reset(code http2.ErrCode) {
 	}
 	st.reset_, st.endPending = true, false
 	st.pendingDrop()
+	sc.h.rqTxReset.Inc() // ActiveStream::resetStream: the gateway gave the stream up
 	sc.wmu.Lock()
 	if !sc.refusing() {
 		sc.h.txReset.Inc()
@@ -444,7 +448,8 @@ func (st *stream) reset(code http2.ErrCode) {
 func (st *stream) handlerDone() {
 	sc := st.sc
 	sc.mu.Lock()
-	ending := st.ended || st.endPending && !st.reset_
+	// A connection whose session failed is going down as a whole: its streams are reset with it.
+	ending := st.ended || st.endPending || st.reset_ || sc.closing || sc.goingAway.Load()
 	sc.mu.Unlock()
 	if !ending && sc.ctx.Err() == nil {
 		st.reset(http2.ErrCodeInternal)

@@ -31,12 +31,12 @@ type hcm struct {
 	rxBytes, txBytes                                      *Stat
 	drainClose                                            *Stat
 	// listener stats
-	lCxTotal, lCxActive, lCxLength *Stat
+	lCxTotal, lCxActive, lCxLength                           *Stat
 	rqRxReset, rqTxReset, cxDestroyActiveRq, prematureResets *Stat
 	// codec stats (http2.*)
 	rxReset, txReset, refused, rxMessagingError, goAwayFinal, trailers, headerOverflow *Stat
-	outboundFlood, outboundControlFlood, inboundEmptyFlood, inboundPriorityFlood    *Stat
-	inboundWindowUpdateFlood                                                        *Stat
+	outboundFlood, outboundControlFlood, inboundEmptyFlood, inboundPriorityFlood       *Stat
+	inboundWindowUpdateFlood                                                           *Stat
 	// emulator additions (igwlab.*): detail only, no call rests on them
 	goAwaySent, drainStarted, jwtDenied, accessLogged *Stat
 }
@@ -249,6 +249,14 @@ func (h *hcm) begin(st *stream) func() {
 }
 
 func (h *hcm) finishStats(st *stream, status int) {
+	if st.wroteHeader {
+		h.rqTime.Observe(float64(time.Since(st.started)) / float64(time.Millisecond))
+	}
+}
+
+// chargeStats counts a response by its class as its headers are encoded
+// (ActiveStream::encodeHeaders, chargeStats): a response never encoded is not counted.
+func (h *hcm) chargeStats(status int) {
 	switch {
 	case status >= 500:
 		h.rq5xx.Inc()
@@ -258,9 +266,6 @@ func (h *hcm) finishStats(st *stream, status int) {
 		h.rq3xx.Inc()
 	case status >= 200:
 		h.rq2xx.Inc()
-	}
-	if status != 0 {
-		h.rqTime.Observe(float64(time.Since(st.started)) / float64(time.Millisecond))
 	}
 }
 
