@@ -122,15 +122,21 @@ func (sc *serverConn) flushDispatch(q []outFrame, closing, fatal, flood bool) {
 		sc.closeWithCodecError()
 		return
 	}
+	// The whole dispatch's frames go into the buffer before the writer may take any
+	// (sendPendingFrames runs once dispatch is done): that is what Envoy's outbound limits see.
+	sc.wmu.Lock()
 	for _, f := range q {
-		sc.writeQueued(f)
+		sc.writeQueuedLocked(f)
 	}
+	sc.flush()
+	ok := sc.pc.checkOutbound(sc.h)
+	sc.wmu.Unlock()
 	if closing { // a GOAWAY with an error code was written: onFrameSend fails the dispatch
 		sc.h.protocolErrors.Inc()
 		sc.closeWithCodecError()
 		return
 	}
-	if !sc.pc.checkOutbound(sc.h) { // the dispatch's frames passed a limit
+	if !ok { // the dispatch's frames passed a limit
 		sc.closeWithCodecError()
 	}
 }
@@ -139,11 +145,8 @@ func (sc *serverConn) flushDispatch(q []outFrame, closing, fatal, flood bool) {
 // closes after flushing what was written.
 func (sc *serverConn) closeWithCodecError() { sc.closeAfterFlush() }
 
-// writeQueued writes one queued frame, skipping those of a stream reset since
-// (SendQueuedFrames).
-func (sc *serverConn) writeQueued(f outFrame) {
-	sc.wmu.Lock()
-	defer sc.wmu.Unlock()
+// writeQueuedLocked writes one queued frame (wmu held).
+func (sc *serverConn) writeQueuedLocked(f outFrame) {
 	if sc.wclosed {
 		return
 	}
@@ -174,7 +177,6 @@ func (sc *serverConn) writeQueued(f outFrame) {
 		_ = sc.fr.WriteGoAway(f.last, f.code, []byte(f.debug))
 		sc.counted(false, false)
 	}
-	sc.flush()
 }
 
 // counted books one frame written into the connection's buffer against Envoy's outbound limits

@@ -107,6 +107,8 @@ func Run(ctx context.Context, o Options) (*suite.Summary, error) {
 	verdicts := Classify(obs, sc.Knobs, res.RefusedStreams, res.ProtocolErrors)
 	dir := filepath.Join(o.OutDir, time.Now().UTC().Format("20060102T150405Z")+"-serve")
 	var ew measure.Errs
+	// An OOM kill (or any other disruption) of a pod while the client ran: what, when, why.
+	disrupted := measure.RecordDisruptions(t, start, res, filepath.Join(dir, "serve"), &ew)
 	measure.WriteScenarioResults(filepath.Join(dir, "serve"), res, &in, &ew)
 	ew.Add(measure.WriteFile(filepath.Join(dir, "serve", "timeseries.csv"), smp.CSV()))
 	sum := &suite.Summary{Target: info.Name, Pods: info.Pods, Concurrency: info.Concurrency, Repeat: 1,
@@ -118,7 +120,7 @@ func Run(ctx context.Context, o Options) (*suite.Summary, error) {
 	}
 	ew.Add(measure.WriteJSON(filepath.Join(dir, "serve", "client_behaviour.json"), obs))
 	ew.Add(measure.WriteJSON(filepath.Join(dir, "summary.json"), sum))
-	writeServeReport(o.Out, res, obs, verdicts, dir)
+	writeServeReport(o.Out, res, obs, verdicts, disrupted, dir)
 	return sum, ew.Err()
 }
 
@@ -181,7 +183,7 @@ func writeLive(w io.Writer, tty bool, pods []gateway.Pod, l measure.Live, o emul
 	fmt.Fprintln(w, line)
 }
 
-func writeServeReport(w io.Writer, r *analysis.Result, o emulator.Observation, vs []analysis.Verdict, dir string) {
+func writeServeReport(w io.Writer, r *analysis.Result, o emulator.Observation, vs []analysis.Verdict, ds []gateway.Disruption, dir string) {
 	fmt.Fprintf(w, "\nwhat your client did over %.0fs:\n", r.WindowS)
 	names := slices.Sorted(maps.Keys(r.Connections))
 	for _, n := range names {
@@ -195,6 +197,9 @@ func writeServeReport(w io.Writer, r *analysis.Result, o emulator.Observation, v
 		r.CVRequests, 100*r.BusyMax, o.Drains, int(r.RefusedStreams), int(r.ProtocolErrors), o.PeakStreams)
 	for _, v := range vs {
 		fmt.Fprintf(w, "%-10s %-18s %s\n", v.ID, v.Verdict, v.Detail)
+	}
+	for _, d := range ds {
+		fmt.Fprintf(w, "%-10s %-18s %s %s: %s\n", "pod", strings.ToUpper(d.Kind), d.Time.UTC().Format("15:04:05.000"), d.Pod, d.Detail)
 	}
 	fmt.Fprintf(w, "results: %s\n", dir)
 }

@@ -69,20 +69,7 @@ func (r *run) scenario(ctx context.Context, lab *stacks.Scenario, dir string) *a
 // disruptions marks a scenario disturbed when the target saw a pod killed or restarted or a
 // worker stuck while it ran, and keeps what happened and when in its results.
 func (r *run) disruptions(res *analysis.Result, since time.Time, dir string, ew *measure.Errs) {
-	src, ok := r.o.Target.(gateway.Disrupted)
-	if !ok {
-		return
-	}
-	ds := src.Disruptions(since)
-	if len(ds) == 0 {
-		return
-	}
-	res.Disturbed = true
-	for _, d := range ds {
-		res.Faults = append(res.Faults, fmt.Sprintf("%s (%.1f s into the scenario): %s %s: %s",
-			d.Time.UTC().Format("15:04:05.000"), d.Time.Sub(since).Seconds(), d.Kind, d.Pod, d.Detail))
-	}
-	ew.Add(measure.WriteJSON(filepath.Join(dir, "disruptions.json"), ds))
+	measure.RecordDisruptions(r.o.Target, since, res, dir, ew)
 }
 
 // measure does the scenario's steps and returns the analysis input.

@@ -26,6 +26,7 @@ type PoolFlags struct {
 	seed                                             uint64
 	tls                                              bool
 	rtt, clientRTT, upstreamRTT                      time.Duration
+	memoryLimit, streamMemory                        string
 	fs                                               *pflag.FlagSet
 }
 
@@ -53,6 +54,41 @@ func (p *PoolFlags) Register(fs *pflag.FlagSet) {
 	fs.DurationVar(&p.upstreamRTT, "upstream-rtt", 0, "round-trip time between the gateway pods and their upstreams only, overriding --rtt for that tier (0..1s)")
 	fs.StringVar(&p.envoy, "envoy-defaults", stacks.DefaultEnvoy, "the Envoy release whose defaults the pods run with for knobs a scenario leaves unset: "+envoyChoices()+"; 1.36 caps streams at 1024 and shrinks the HTTP/2 windows to 16 MiB / 24 MiB")
 	fs.BoolVar(&p.tls, "tls", false, "terminate TLS on the gateway (listener 0.0.0.0_443): every new connection costs its worker a handshake")
+	fs.StringVar(&p.memoryLimit, "memory-limit", Quantity(emulator.DefaultMemoryLimit), "each gateway pod's container memory limit (16Mi..1Ti, or none): past it the pod is OOM-killed and restarted, as Kubernetes does (the Istio gateway chart's default)")
+	fs.StringVar(&p.streamMemory, "stream-memory", Quantity(emulator.DefaultStreamMemory), "what each stream a gateway pod holds counts against its limit, besides its headers and buffers (1Ki..16Mi; an estimate: Envoy publishes none)")
+}
+
+// Quantity writes bytes as Kubernetes writes a memory quantity (1Gi, 512Mi, 16Ki).
+func Quantity(n int64) string {
+	for _, u := range []struct {
+		s string
+		v int64
+	}{{"Ti", 1 << 40}, {"Gi", 1 << 30}, {"Mi", 1 << 20}, {"Ki", 1 << 10}} {
+		if n >= u.v && n%u.v == 0 {
+			return fmt.Sprintf("%d%s", n/u.v, u.s)
+		}
+	}
+	return fmt.Sprint(n)
+}
+
+// ParseQuantity reads a memory quantity: bytes, or a number with Ki, Mi, Gi or Ti.
+func ParseQuantity(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		s string
+		v int64
+	}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40}} {
+		if strings.HasSuffix(s, u.s) {
+			s, mult = strings.TrimSuffix(s, u.s), u.v
+			break
+		}
+	}
+	var n int64
+	if _, err := fmt.Sscanf(s, "%d", &n); err != nil || fmt.Sprint(n) != s || n < 0 || n > (1<<50)/mult {
+		return 0, fmt.Errorf("%q is not a memory quantity (bytes, or a number with Ki, Mi, Gi, Ti)", s)
+	}
+	return n * mult, nil
 }
 
 // Config is the pool the flags describe, or an error naming the flag and its allowed range.
@@ -96,6 +132,18 @@ func (p *PoolFlags) Config() (emulator.Config, error) {
 		if f.tier != nil && p.fs != nil && p.fs.Changed(f.flag) {
 			*f.tier = f.v
 		}
+	}
+	if strings.EqualFold(p.memoryLimit, "none") {
+		c.MemoryLimit = -1
+	} else if n, err := ParseQuantity(p.memoryLimit); err != nil || n < 16<<20 || n > 1<<40 {
+		return c, fmt.Errorf("--memory-limit %q: allowed 16Mi..1Ti, or none", p.memoryLimit)
+	} else {
+		c.MemoryLimit = n
+	}
+	if n, err := ParseQuantity(p.streamMemory); err != nil || n < 1<<10 || n > 16<<20 {
+		return c, fmt.Errorf("--stream-memory %q: allowed 1Ki..16Mi", p.streamMemory)
+	} else {
+		c.StreamMemory = n
 	}
 	if _, err := stacks.LookupEnvoy(p.envoy); err != nil {
 		return c, fmt.Errorf("--envoy-defaults %q: allowed %s", p.envoy, envoyChoices())

@@ -153,3 +153,45 @@ func TestEnvoy136DefaultsResolveAndShow(t *testing.T) {
 		t.Errorf("info: envoy %q departures %+v", info.EnvoyDefaults, info.Departures)
 	}
 }
+
+func TestMemoryFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args          []string
+		limit, stream int64
+	}{
+		{nil, 1 << 30, 16 << 10},
+		{[]string{"--memory-limit", "512Mi"}, 512 << 20, 16 << 10},
+		{[]string{"--memory-limit", "none", "--stream-memory", "8Ki"}, -1, 8 << 10},
+		{[]string{"--memory-limit", "2147483648"}, 2 << 30, 16 << 10},
+	} {
+		p, err := parsePool(t, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := p.Config()
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if c.MemoryLimit != tc.limit || c.StreamMemory != tc.stream {
+			t.Errorf("%v: limit %d stream %d, want %d %d", tc.args, c.MemoryLimit, c.StreamMemory, tc.limit, tc.stream)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--memory-limit", "1G"}, `--memory-limit "1G": allowed 16Mi..1Ti, or none`},
+		{[]string{"--memory-limit", "8Mi"}, `--memory-limit "8Mi": allowed 16Mi..1Ti, or none`},
+		{[]string{"--memory-limit", "-1Gi"}, `--memory-limit "-1Gi": allowed 16Mi..1Ti, or none`},
+		{[]string{"--stream-memory", "0"}, `--stream-memory "0": allowed 1Ki..16Mi`},
+		{[]string{"--stream-memory", "32Mi"}, `--stream-memory "32Mi": allowed 1Ki..16Mi`},
+	} {
+		p, err := parsePool(t, tc.args...)
+		if err == nil {
+			_, err = p.Config()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
