@@ -51,8 +51,8 @@ type tierConfig struct {
 }
 
 var tierConfigs = []tierConfig{
-	{"oghttp2, cap 100", []string{"--scenario", "03-mcs-cap"}, false, true},
-	{"nghttp2, cap 100", []string{"--scenario", "03-mcs-cap", "--http2-codec", "nghttp2"}, true, true},
+	{"oghttp2, cap 128", []string{"--scenario", "03-mcs-cap"}, false, true},
+	{"nghttp2, cap 128", []string{"--scenario", "03-mcs-cap", "--http2-codec", "nghttp2"}, true, true},
 	{"oghttp2, cap 2147483647", nil, false, false},
 	{"nghttp2, cap 2147483647", []string{"--http2-codec", "nghttp2"}, true, false},
 }
@@ -140,7 +140,7 @@ func compare(t *testing.T, id string, want Answer3, res Result) {
 	if c := FormatCounters(res.Counters); !MatchCounters(res.Counters, want.Counters) {
 		t.Errorf("%s: counters %q, the table says %q", id, c, want.Counters)
 	}
-	if v := verdictText(res); v != want.H2spec {
+	if v := verdictText(res); !MatchVerdict(v, want.H2spec) {
 		t.Errorf("%s: h2spec %q, the table says %q", id, v, want.H2spec)
 	}
 }
@@ -162,16 +162,17 @@ func writeRows(t *testing.T, cases []string, old map[string]Row, got map[bool]ma
 			continue
 		}
 		og, ng := got[false][id], got[true][id]
-		r := Row{Case: id, Sends: Join(og.Frames, og.End), Counters: FormatCounters(og.Counters), H2spec: verdictText(og),
-			Source: old[id].Source}
+		prev := old[id]
+		r := Row{Case: id, Sends: Join(og.Frames, og.End), Counters: FormatCounters(og.Counters),
+			H2spec: keepVerdict(prev.H2spec, verdictText(og)), Source: prev.Source}
 		if s := Join(ng.Frames, ng.End); s != r.Sends {
 			r.NgSends = s
 		}
 		if c := FormatCounters(ng.Counters); c != r.Counters {
 			r.NgCounters = c
 		}
-		if v := verdictText(ng); v != r.H2spec {
-			r.NgH2spec = v
+		if v := verdictText(ng); !MatchVerdict(v, r.H2spec) {
+			r.NgH2spec = keepVerdict(prev.For(true).H2spec, v)
 		}
 		rows = append(rows, r)
 	}
@@ -188,6 +189,15 @@ func writeRows(t *testing.T, cases []string, old map[string]Row, got map[bool]ma
 		}
 	}
 	fmt.Printf("wrote %d rows (%d pass under oghttp2) to %s\n", len(rows), pass, docPath)
+}
+
+// keepVerdict keeps a verdict cell that lists alternatives (written by hand) while the run
+// gives one of them.
+func keepVerdict(old, got string) string {
+	if strings.Contains(old, " or ") && MatchVerdict(got, old) {
+		return old
+	}
+	return got
 }
 
 // TestTableCoversEveryCase fails when the table lacks a row for a case h2spec has, or has one

@@ -77,7 +77,7 @@ func (r *Recorder) accept() {
 	}
 }
 
-// Take waits until every connection recorded so far has ended and returns the last one's
+// Take waits until every connection recorded so far has ended and returns the first one's
 // frames and how it ended, forgetting them all.
 func (r *Recorder) Take() ([]string, string) {
 	r.mu.Lock()
@@ -90,8 +90,11 @@ func (r *Recorder) Take() ([]string, string) {
 	for _, c := range conns {
 		<-c.done
 	}
-	last := conns[len(conns)-1]
-	return Answer(last.frames), last.end
+	// The case's own connection is the first: h2spec dials it before the case runs, and the
+	// only other connection a case opens is ServerDataLength's probe (spec/util.go), which asks
+	// how long the body of / is and stays open until h2spec exits.
+	first := conns[0]
+	return Answer(first.frames), first.end
 }
 
 // quiet is how long the gateway must have sent nothing before the client's close is passed on
@@ -239,10 +242,15 @@ func frameText(f http2.Frame) string {
 
 // Answer is what the gateway sent after the handshake (its SETTINGS, the connection
 // WINDOW_UPDATE and the acknowledgement of the client's SETTINGS), with each run of DATA on one
-// stream written once.
+// stream written once. Envoy sends the first two at the end of its first dispatch; over
+// nghttp2 the acknowledgement overtakes the WINDOW_UPDATE when the client's SETTINGS was in that
+// dispatch too (SETTINGS frames go to nghttp2's urgent queue), so either order is the handshake.
 func Answer(frames []string) []string {
-	for _, hs := range []string{"SETTINGS", "WINDOW_UPDATE 0", "SETTINGS ack"} {
-		if len(frames) > 0 && frames[0] == hs {
+	if len(frames) > 0 && frames[0] == "SETTINGS" {
+		frames = frames[1:]
+		handshake := map[string]bool{"WINDOW_UPDATE 0": true, "SETTINGS ack": true}
+		for len(frames) > 0 && handshake[frames[0]] {
+			delete(handshake, frames[0])
 			frames = frames[1:]
 		}
 	}

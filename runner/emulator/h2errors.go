@@ -99,17 +99,49 @@ func (sc *serverConn) failFlood(counter *Stat) {
 // endDispatch schedules what the dispatch queued for when the worker has done its work.
 func (sc *serverConn) endDispatch() {
 	s := &sc.sess
+	gate := sc.gate
+	sc.gate = nil
 	if s.closeScheduled || len(s.queue) == 0 && !s.latched {
+		if gate != nil {
+			close(gate) // nothing queued for the streams to wait for
+		}
 		return
 	}
 	q, fatal, flood := s.queue, s.fatal, s.flood
 	s.queue = nil
+	if !sc.og() {
+		q = nghttp2Order(q)
+	}
 	closing := s.latched
 	if closing {
 		s.closeScheduled = true
 	}
 	b := sc.book(0)
-	sc.order.push(orderItem{b: b, end: func() { sc.flushDispatch(q, closing, fatal, flood) }})
+	sc.order.push(orderItem{b: b, end: func() {
+		sc.flushDispatch(q, closing, fatal, flood)
+		if gate != nil {
+			close(gate)
+		}
+	}})
+}
+
+// nghttp2Order is the order nghttp2 sends what a dispatch queued: SETTINGS (its own and
+// acknowledgements) and PING from the urgent queue first, then the rest as queued
+// (nghttp2_session.c nghttp2_session_add_item, nghttp2_session_pop_next_ob_item). oghttp2 has
+// one queue, in order (OgHttp2Session::EnqueueFrame).
+func nghttp2Order(q []outFrame) []outFrame {
+	out := make([]outFrame, 0, len(q))
+	for _, f := range q {
+		if f.typ == http2.FrameSettings || f.typ == http2.FramePing {
+			out = append(out, f)
+		}
+	}
+	for _, f := range q {
+		if f.typ != http2.FrameSettings && f.typ != http2.FramePing {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // flushDispatch writes a dispatch's frames, then closes the connection as Envoy's connection

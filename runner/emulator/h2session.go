@@ -399,11 +399,11 @@ func (sc *serverConn) onRstStream(id uint32, code http2.ErrCode) bool {
 			}
 			return false
 		}
-		return true
-	}
-	if !st.reset_ {
+	} else if !st.reset_ {
 		sc.clientReset(st, code)
 	}
+	// nghttp2 drains a token for every RST_STREAM past the idle check, of a live stream or a
+	// closed one (nghttp2_session_on_rst_stream_received, session_update_stream_reset_ratelim).
 	if !sc.og() && !sc.takeResetToken() {
 		sc.latch(http2.ErrCodeInternal, "")
 		return false

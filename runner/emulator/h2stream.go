@@ -30,7 +30,8 @@ type stream struct {
 	// atLimit: this request reaches max_requests_per_connection; the worker counts it and
 	// starts the connection's drain when it takes the request up (hcm.begin).
 	atLimit bool
-	work    Booking // the worker's work on the request's HEADERS and filters
+	work    Booking       // the worker's work on the request's HEADERS and filters
+	gate    chan struct{} // closed once the dispatch that made the stream has flushed
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	// envoy: Envoy's stream exists (made as the header block starts); state says how far the
@@ -240,6 +241,13 @@ func (st *stream) writeHeader(status int, h http.Header, end bool) error {
 	case <-sc.prefaced:
 	case <-st.ctx.Done():
 		return context.Cause(st.ctx)
+	}
+	if st.gate != nil {
+		select {
+		case <-st.gate:
+		case <-st.ctx.Done():
+			return context.Cause(st.ctx)
+		}
 	}
 	if sc.listenerDraining.Load() {
 		sc.drainForListener()

@@ -177,6 +177,10 @@ func (h *hcm) decodeHeaders(st *stream) {
 	st.dispatched = true
 	st.startIdleTimer()
 	st.work = sc.book(h.requestCost(sc))
+	if sc.gate == nil {
+		sc.gate = make(chan struct{})
+	}
+	st.gate = sc.gate
 	sc.order.push(orderItem{b: st.work, start: h.begin(st), end: func() {
 		if st.state.CompareAndSwap(streamQueued, streamHandled) {
 			go h.handle(st)
@@ -315,10 +319,26 @@ func (h *hcm) proxy(st *stream, cl *cluster) (int, string) {
 	if resp.ContentLength >= 0 && len(resp.Trailer) == 0 {
 		hdr.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
 	}
-	if err := st.writeHeader(resp.StatusCode, hdr, false); err != nil {
+	end := cannotHaveBody(req.Method, resp)
+	if err := st.writeHeader(resp.StatusCode, hdr, end); err != nil {
 		return resp.StatusCode, "DC"
 	}
+	if end {
+		return resp.StatusCode, "-"
+	}
 	return resp.StatusCode, h.copyBody(st, cl, resp)
+}
+
+// cannotHaveBody is Envoy's HTTP/1 upstream codec deciding that a response ends with its headers
+// (http1/codec_impl.cc ClientConnectionImpl::cannotHaveBody, onMessageCompleteBase): the answer
+// to a HEAD, a 204 or 304, or a 2xx and above with a zero Content-Length and no chunking. The
+// downstream HEADERS then carry END_STREAM, and no DATA follows.
+func cannotHaveBody(method string, resp *http.Response) bool {
+	switch {
+	case method == http.MethodHead, resp.StatusCode == http.StatusNoContent, resp.StatusCode == http.StatusNotModified:
+		return true
+	}
+	return resp.StatusCode >= http.StatusOK && resp.ContentLength == 0 && len(resp.TransferEncoding) == 0
 }
 
 // copyBody streams the upstream body downstream, booking the worker's per-KiB cost as it goes
