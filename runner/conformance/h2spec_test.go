@@ -31,14 +31,39 @@ func h2specBin(t *testing.T) string {
 	return bin
 }
 
-// buildIgwlab builds the real command: the tier judges what users run.
+// buildIgwlab builds the real command once for the package's tests: the tier judges what users
+// run.
 func buildIgwlab(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "igwlab")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/igwlab").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	igwOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "igwlab-tier-")
+		if err != nil {
+			igwErr = err
+			return
+		}
+		igwBin = filepath.Join(dir, "igwlab")
+		if out, err := exec.Command("go", "build", "-o", igwBin, "../cmd/igwlab").CombinedOutput(); err != nil {
+			igwErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if igwErr != nil {
+		t.Fatal(igwErr)
 	}
-	return bin
+	return igwBin
+}
+
+var (
+	igwOnce sync.Once
+	igwBin  string
+	igwErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if igwBin != "" {
+		os.RemoveAll(filepath.Dir(igwBin))
+	}
+	os.Exit(code)
 }
 
 // tierConfig is one way the tier runs the pool: the codec, and a small or Envoy's default

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -16,9 +18,42 @@ import (
 // Serve is a running `igwlab serve` process with one gateway pod.
 type Serve struct {
 	Target
-	Cmd  *exec.Cmd
-	Out  string // its results root
-	done chan error
+	Cmd    *exec.Cmd
+	Out    string // its results root
+	done   chan error
+	stderr *teeLines
+}
+
+// teeLines passes a process's stderr on and keeps the lines that say a pod was disrupted.
+type teeLines struct {
+	mu      sync.Mutex
+	w       io.Writer
+	partial []byte
+	lines   []string
+}
+
+func (t *teeLines) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.partial = append(t.partial, p...)
+	for {
+		i := bytes.IndexByte(t.partial, '\n')
+		if i < 0 {
+			break
+		}
+		if line := string(t.partial[:i]); strings.HasPrefix(line, "igwlab serve: ") {
+			t.lines = append(t.lines, line)
+		}
+		t.partial = t.partial[i+1:]
+	}
+	return t.w.Write(p)
+}
+
+// Disruptions are the lines serve has written so far about pods killed or restarted.
+func (s *Serve) Disruptions() []string {
+	s.stderr.mu.Lock()
+	defer s.stderr.mu.Unlock()
+	return append([]string(nil), s.stderr.lines...)
 }
 
 var (
@@ -35,11 +70,12 @@ func StartServe(ctx context.Context, bin, out string, flags ...string) (*Serve, 
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stderr = os.Stderr
+	tee := &teeLines{w: os.Stderr}
+	cmd.Stderr = tee
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &Serve{Cmd: cmd, Out: out, done: make(chan error, 1)}
+	s := &Serve{Cmd: cmd, Out: out, done: make(chan error, 1), stderr: tee}
 	found := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)

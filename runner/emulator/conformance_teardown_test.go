@@ -1,12 +1,14 @@
 package emulator
 
 import (
+	"bytes"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // The tests behind the outbound-flood, teardown and memory rows of docs/envoy-conformance.md.
@@ -193,5 +195,42 @@ func TestPodPastItsMemoryLimitIsOOMKilled(t *testing.T) {
 	again.headers(1, "GET", "/get", true)
 	if _, err := again.read(2*time.Second, func(f frameInfo) bool { return f.end }); err != nil {
 		t.Fatalf("the restarted pod does not serve: %v", err)
+	}
+}
+
+// A client whose first write already holds the requests that reach max_requests_per_connection:
+// the drain's GOAWAY goes out behind the server's SETTINGS, which Envoy queued first (a Go
+// client rejects a GOAWAY before SETTINGS as a protocol error).
+func TestDrainInTheFirstDispatchFollowsTheSettings(t *testing.T) {
+	for _, codec := range []string{CodecOghttp2, CodecNghttp2} {
+		t.Run(codec, func(t *testing.T) {
+			pod := testPool(t, Config{Codec: codec}, knobs(t, "hcm.common_http_protocol_options.max_requests_per_connection", "2")).Pods()[0]
+			c, err := net.Dial("tcp", pod.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			rc := &rawClient{t: t, c: c, settings: map[http2.SettingID]uint32{}}
+			rc.fr = http2.NewFramer(c, c)
+			rc.enc = hpack.NewEncoder(&rc.hbuf)
+			rc.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+			var b bytes.Buffer
+			b.WriteString(clientPreface)
+			fr := http2.NewFramer(&b, nil)
+			_ = fr.WriteSettings()
+			for i := range 3 {
+				_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1), BlockFragment: rc.block("GET", "/get"), EndStream: true, EndHeaders: true})
+			}
+			if _, err := c.Write(b.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			frames, err := rc.read(3*time.Second, func(f frameInfo) bool { return f.typ == http2.FrameGoAway })
+			if err != nil {
+				t.Fatalf("no GOAWAY: %v (%+v)", err, frames)
+			}
+			if frames[0].typ != http2.FrameSettings {
+				t.Fatalf("first frame %+v, want the server's SETTINGS", frames[0])
+			}
+		})
 	}
 }

@@ -99,6 +99,21 @@ func (sc *serverConn) lastStreamID() uint32 {
 }
 
 func (sc *serverConn) writeGoAway(last uint32, code http2.ErrCode, debug []byte) {
+	select {
+	case <-sc.prefaced:
+	default:
+		// A drain started by a request of the connection's first dispatch: Envoy queues the
+		// notice behind the SETTINGS it queued as the codec was made (one send queue), so it
+		// goes out once they have.
+		go func() {
+			select {
+			case <-sc.prefaced:
+				sc.writeGoAway(last, code, debug)
+			case <-sc.ctx.Done():
+			}
+		}()
+		return
+	}
 	sc.h.goAwaySent.Inc()
 	sc.wmu.Lock()
 	if !sc.refusing() {

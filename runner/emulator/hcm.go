@@ -273,7 +273,7 @@ func (h *hcm) chargeStats(status int) {
 	}
 }
 
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
 
 // proxy forwards the stream to the cluster over the worker's own upstream pool, as an Envoy
 // worker does, and streams the response back. It returns the status and response flags.
@@ -346,13 +346,17 @@ func cannotHaveBody(method string, resp *http.Response) bool {
 // reading the upstream.
 func (h *hcm) copyBody(st *stream, cl *cluster, resp *http.Response) string {
 	sc, m := st.sc, h.pod.pool.model
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	buf := *bp
 	var owed time.Duration
 	for {
+		// A buffer only while a read's bytes are on their way: thousands of streams may be
+		// copying at once (a dispatch's responses all start when it has flushed), and each
+		// would otherwise keep one for as long as its body lasts.
+		bp := copyBufs.Get().(*[]byte)
+		buf := *bp
 		n, rerr := resp.Body.Read(buf)
-		if n > 0 {
+		if n == 0 {
+			copyBufs.Put(bp)
+		} else {
 			cl.rxBuffered.Add(int64(n))
 			cl.rxBytes.Add(int64(n))
 			owed += time.Duration(n) * m.PerKiB / 1024
@@ -361,6 +365,7 @@ func (h *hcm) copyBody(st *stream, cl *cluster, resp *http.Response) string {
 				owed = 0
 			}
 			paused, werr := st.writeData(buf[:n], false)
+			copyBufs.Put(bp)
 			cl.rxBuffered.Add(-int64(n))
 			if paused {
 				cl.pausedReading.Inc()

@@ -32,6 +32,7 @@ type Options struct {
 	OutDir   string
 	Out      io.Writer // URLs and the final report
 	Live     io.Writer // the live table; nil for none
+	Events   io.Writer // a line for each pod disruption (an OOM kill, a restart) as it happens; nil for none
 	LiveTTY  bool      // redraw the live table in place
 	Interval time.Duration
 }
@@ -81,6 +82,14 @@ func Run(ctx context.Context, o Options) (*suite.Summary, error) {
 	smp := measure.NewSampler(t, pods, names, pre)
 	if o.Live != nil {
 		smp.OnSample = func(l measure.Live) { writeLive(o.Live, o.LiveTTY, pods, l, t.Pool.Observe()) }
+	}
+	if o.Events != nil {
+		prefix := ""
+		if o.LiveTTY && o.Live == o.Events {
+			prefix = "\r\033[K" // over the live line, which the next sample draws again
+		}
+		stop := watchDisruptions(ctx, t, start, o.Events, prefix)
+		defer stop()
 	}
 	smp.Run(ctx, o.Interval) // until Ctrl-C
 	window := time.Since(start)
@@ -202,4 +211,31 @@ func writeServeReport(w io.Writer, r *analysis.Result, o emulator.Observation, v
 		fmt.Fprintf(w, "%-10s %-18s %s %s: %s\n", "pod", strings.ToUpper(d.Kind), d.Time.UTC().Format("15:04:05.000"), d.Pod, d.Detail)
 	}
 	fmt.Fprintf(w, "results: %s\n", dir)
+}
+
+// watchDisruptions writes each disruption of the pool as it happens (checked every 100 ms), so
+// that a pod OOM-killed under a hostile client is seen at once, not only in the final report.
+func watchDisruptions(ctx context.Context, t gateway.Disrupted, since time.Time, w io.Writer, prefix string) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		seen := 0
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			ds := t.Disruptions(since)
+			for _, d := range ds[min(seen, len(ds)):] {
+				fmt.Fprintf(w, "%sigwlab serve: %s (%.1f s): %s %s: %s\n", prefix, d.Time.UTC().Format("15:04:05.000"),
+					d.Time.Sub(since).Seconds(), d.Pod, d.Kind, d.Detail)
+			}
+			seen = max(seen, len(ds))
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }

@@ -63,7 +63,7 @@ func serveFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout, stderr io.W
 				return err
 			}
 		}
-		o := serve.Options{Local: l, Scenario: sc, OutDir: *out, Out: stdout}
+		o := serve.Options{Local: l, Scenario: sc, OutDir: *out, Out: stdout, Events: stderr}
 		if !*quiet {
 			o.Live, o.LiveTTY = stderr, isTerminal(stderr)
 		}
