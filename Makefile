@@ -19,8 +19,13 @@ test: vet ## unit tests, the end-to-end local suite, then the conformance tier o
 	$(GO) test -count=1 -timeout 15m $$($(GO) list ./... | grep -v '/runner/conformance$$')
 	$(MAKE) --no-print-directory test-h2spec
 
-bench: build ## side-by-side benchmarks: clients vs fortio and h2load, harness capacity, suite and flip time, Go micro-benchmarks
+# The build the pool's cost is compared with: a git ref (tag bench-base marks the last build
+# before the HTTP/2 codec split).
+BENCH_BASE ?= bench-base
+
+bench: build ## side-by-side benchmarks: clients vs fortio and h2load, harness capacity, suite and flip time, the pool's cost vs BENCH_BASE, Go micro-benchmarks
 	bash hack/apt-need.sh h2load:nghttp2-client
+	bash hack/bench-base.sh $(BENCH_BASE) bin/igwlab-base
 	$(GO) build -o bin/bench ./bench/cmd/bench
 	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" ./bin/bench
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./runner/stats ./runner/analysis ./runner/emulator ./h2dial \

@@ -26,7 +26,8 @@ import (
 type Options struct {
 	Self           string // this binary, for the helper subprocesses
 	H2dial, H2load string // client binaries
-	Igwlab         string // the runner binary, for the suite time
+	Igwlab         string // the runner binary, for the suite time and the pool's cost
+	BaseIgwlab     string // the build this one replaces, for the pool's cost side by side
 	PulumiBin      string // folder with the Pulumi CLI and provider, for the flip time ("" skips it)
 	Only           []string
 	Rounds         int
@@ -49,6 +50,7 @@ type Report struct {
 	Harness        *HarnessResult `json:"harness,omitempty"`
 	Suite          *SuiteResult   `json:"suite,omitempty"`
 	Flip           *FlipResult    `json:"flip,omitempty"`
+	Pool           *PoolResult    `json:"pool,omitempty"`
 
 	Goals   []Goal            `json:"goals"`
 	Skipped map[string]string `json:"skipped,omitempty"`
@@ -63,7 +65,7 @@ type Goal struct {
 	Met      bool    `json:"met"`
 }
 
-var allParts = []string{"clients", "harness", "suite", "flip"}
+var allParts = []string{"clients", "harness", "suite", "flip", "pool"}
 
 // Run is the bench command: `bench [flags]`, plus the hidden helper subcommands.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -84,7 +86,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.H2dial, "h2dial", "bin/h2dial", "h2dial binary")
 	fs.StringVar(&o.H2load, "h2load", "h2load", "h2load binary (Debian nghttp2-client)")
-	fs.StringVar(&o.Igwlab, "igwlab", "bin/igwlab", "igwlab binary, for the suite time")
+	fs.StringVar(&o.Igwlab, "igwlab", "bin/igwlab", "igwlab binary, for the suite time and the pool's cost")
+	fs.StringVar(&o.BaseIgwlab, "base-igwlab", "bin/igwlab-base", "the igwlab build this one replaces, for the pool's cost side by side (make bench builds it from BENCH_BASE; missing skips the part)")
 	fs.StringVar(&o.PulumiBin, "pulumi-bin", os.Getenv("IGWLAB_PULUMI_BIN"), "folder with the Pulumi CLI and Kubernetes provider, for the flip time (empty skips it)")
 	only := fs.String("only", strings.Join(allParts, ","), "parts to run: "+strings.Join(allParts, ","))
 	fs.IntVar(&o.Rounds, "rounds", 3, "rounds of the client comparison (1..20)")
@@ -168,6 +171,18 @@ func Measure(ctx context.Context, o Options, progress io.Writer) (*Report, error
 			rep.Goals = append(rep.Goals, Goal{Name: "scenario flip through the Automation API, median", Want: "<= 5", Measured: f.MedianS, Unit: " s", Met: f.MedianS <= 5})
 		}
 	}
+	if slices.Contains(o.Only, "pool") {
+		if _, err := os.Stat(o.BaseIgwlab); err != nil {
+			rep.Skipped["pool"] = fmt.Sprintf("no base build at %s (make bench builds it from the git ref BENCH_BASE)", o.BaseIgwlab)
+		} else {
+			p, err := poolBench(ctx, o, progress)
+			if err != nil {
+				return nil, fmt.Errorf("pool cost: %w", err)
+			}
+			rep.Pool = p
+			rep.Goals = append(rep.Goals, poolGoals(p)...)
+		}
+	}
 	if len(rep.Skipped) == 0 {
 		rep.Skipped = nil
 	}
@@ -213,6 +228,16 @@ func WriteTable(w io.Writer, r *Report) {
 		for i := 1; i < len(flipOrder); i++ {
 			k := flipOrder[i-1] + " -> " + flipOrder[i]
 			fmt.Fprintf(w, "  %-36s %5.2f s\n", k, f.Flips[k])
+		}
+	}
+	if p := r.Pool; p != nil {
+		fmt.Fprintf(w, "\npool: %s; median of %d rounds, this build against %s\n", p.Setup, len(p.Rounds["this"]), p.Base)
+		fmt.Fprintf(w, "  %-6s %26s %18s\n", "build", "resident B / open stream", "CPU us / request")
+		for _, b := range poolBuilds {
+			fmt.Fprintf(w, "  %-6s %26.0f %18.1f\n", b, p.Median[b].BytesPerStream, p.Median[b].CPUPerRequest)
+		}
+		for _, k := range []string{"bytes_per_stream_this_vs_base", "cpu_per_request_this_vs_base"} {
+			fmt.Fprintf(w, "  %s = %.2fx  (rounds %s)\n", k, p.Ratios[k].Median, fmtList(p.Ratios[k].Rounds))
 		}
 	}
 	if len(r.Goals) > 0 {

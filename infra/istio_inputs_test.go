@@ -58,6 +58,8 @@ func TestIstioInputs(t *testing.T) {
 		"objects":              objects,
 		"knobOverrides":        overrides,
 		"everyKnobEnvoyFilter": ef.Inputs.Mappable(),
+		// What the local target holds each gateway pod to, checked against the chart's default.
+		"localGatewayMemoryLimit": stacks.GatewayMemoryLimit,
 	}
 	var b bytes.Buffer
 	b.WriteString("# Written by TestIstioInputs (go test ./infra -run TestIstioInputs -update): what the program\n" +

@@ -40,6 +40,9 @@ type Inputs struct {
 	// program renders for them.
 	KnobOverrides        map[string]string `json:"knobOverrides"`
 	EveryKnobEnvoyFilter map[string]any    `json:"everyKnobEnvoyFilter"`
+	// LocalGatewayMemoryLimit is the memory limit, in bytes, the local target holds each
+	// emulated gateway pod to (stacks.GatewayMemoryLimit).
+	LocalGatewayMemoryLimit int64 `json:"localGatewayMemoryLimit"`
 }
 
 // Paths of the program's output, relative to this module.

@@ -53,7 +53,17 @@ func TestUploadWindowCallReversesWithRTT(t *testing.T) {
 
 	far := run("--only", "14-upload-window,05-windows,02-trigger", "--rtt", "20ms")
 	v := far.Hypotheses[call]
-	if v.Verdict != analysis.Pass || v.Ratio == nil || *v.Ratio < 0.75 || *v.Ratio > 1.25 {
+	inRange := func(v analysis.Verdict) bool {
+		return v.Verdict == analysis.Pass && v.Ratio != nil && *v.Ratio >= 0.75 && *v.Ratio <= 1.25
+	}
+	if !inRange(v) {
+		// The rate is measured in wall time on two shared cores: a run starved by another
+		// package's test (go test runs two at once) is measured once more before it counts.
+		t.Logf("20 ms, first run: %s %s; running it again", v.Verdict, v.Detail)
+		far = run("--only", "14-upload-window,05-windows,02-trigger", "--rtt", "20ms")
+		v = far.Hypotheses[call]
+	}
+	if !inRange(v) {
 		t.Errorf("20 ms: %s ratio %v: %s", v.Verdict, v.Ratio, v.Detail)
 	}
 	for _, want := range []string{"stream window 64 KiB", "RTT 20 ms", "window/RTT = 3.1 MiB/s per stream"} {
