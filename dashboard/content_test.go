@@ -87,6 +87,15 @@ var wantPanels = []wantPanel{
 	{"TLS handshakes per pod", "timeseries", "ops", "Every rotation costs a handshake on a TLS listener: the CPU price of rotating connections.", []wantTarget{
 		{`sum by (pod) (rate(envoy_listener_ssl_handshake{listener_address="$listener", pod=~"$pod"}[1m]))`, "{{pod}}"},
 	}},
+	{"Share of the pool's requests per pod (scale-out, rollouts)", "timeseries", "percentunit", "Each pod's share of the gateway's requests. After a scale-out or a rollout a pod that turned ready and stays near 0 is one the long-lived connections never reached: the Service only places new connections. Rotation (max_requests_per_connection) moves them.", []wantTarget{
+		{`sum by (pod) (rate(envoy_http_downstream_rq_total{http_conn_manager_prefix="$hcm", pod=~"$pod"}[1m])) / scalar(sum(rate(envoy_http_downstream_rq_total{http_conn_manager_prefix="$hcm", pod=~"$pod"}[1m])))`, "{{pod}}"},
+	}},
+	{"Gateway pod uptime", "timeseries", "s", "server.uptime: read with the share panel, a young pod with a small share is waiting for connections to move to it.", []wantTarget{
+		{`max by (pod) (envoy_server_uptime{pod=~"$pod"})`, "{{pod}}"},
+	}},
+	{"CPU against request: what the HPA sees", "timeseries", "percentunit", "The pool's CPU usage over its CPU request, the HPA's metric (80% is the gateway chart's target). It can sit far below the target while one worker is pegged: the HPA never scales. From cAdvisor and kube-state-metrics (kube-prometheus-stack).", []wantTarget{
+		{`sum(rate(container_cpu_usage_seconds_total{pod=~"$pod", container="istio-proxy"}[1m])) / sum(kube_pod_container_resource_requests{pod=~"$pod", container="istio-proxy", resource="cpu"})`, "utilisation"},
+	}},
 	{"Worker busy ratio (local emulated pool)", "timeseries", "percentunit", "The emulator's per-worker busy time. On a real gateway use per-thread CPU instead; Envoy does not export it.", []wantTarget{
 		{`rate(envoy_igwlab_worker_busy_ns{pod=~"$pod"}[1m]) / 1e9`, "{{pod}} worker {{worker}}"},
 	}},

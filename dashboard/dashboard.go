@@ -36,6 +36,9 @@ type Panel struct {
 	Targets     []Target
 	// LocalOnly marks a panel whose metric only the local emulator exports.
 	LocalOnly bool
+	// ClusterOnly marks a panel whose metrics come from the cluster (cAdvisor and
+	// kube-state-metrics, which kube-prometheus-stack installs), not from Envoy.
+	ClusterOnly bool
 }
 
 // Selectors used in queries; they expand Grafana's template variables.
@@ -124,6 +127,15 @@ var Panels = []Panel{
 	{Title: "TLS handshakes per pod", Unit: "ops",
 		Description: "Every rotation costs a handshake on a TLS listener: the CPU price of rotating connections.",
 		Targets:     []Target{q(`sum by (pod) (rate(envoy_listener_ssl_handshake{listener_address="$listener", pod=~"$pod"}[1m]))`, "{{pod}}")}},
+	{Title: "Share of the pool's requests per pod (scale-out, rollouts)", Unit: "percentunit",
+		Description: "Each pod's share of the gateway's requests. After a scale-out or a rollout a pod that turned ready and stays near 0 is one the long-lived connections never reached: the Service only places new connections. Rotation (max_requests_per_connection) moves them.",
+		Targets:     []Target{q(`sum by (pod) (rate(envoy_http_downstream_rq_total{`+H+`}[1m])) / scalar(sum(rate(envoy_http_downstream_rq_total{`+H+`}[1m])))`, "{{pod}}")}},
+	{Title: "Gateway pod uptime", Unit: "s",
+		Description: "server.uptime: read with the share panel, a young pod with a small share is waiting for connections to move to it.",
+		Targets:     []Target{q(`max by (pod) (envoy_server_uptime{pod=~"$pod"})`, "{{pod}}")}},
+	{Title: "CPU against request: what the HPA sees", Unit: "percentunit", ClusterOnly: true,
+		Description: "The pool's CPU usage over its CPU request, the HPA's metric (80% is the gateway chart's target). It can sit far below the target while one worker is pegged: the HPA never scales. From cAdvisor and kube-state-metrics (kube-prometheus-stack).",
+		Targets:     []Target{q(`sum(rate(container_cpu_usage_seconds_total{pod=~"$pod", container="istio-proxy"}[1m])) / sum(kube_pod_container_resource_requests{pod=~"$pod", container="istio-proxy", resource="cpu"})`, "utilisation")}},
 	{Title: "Worker busy ratio (local emulated pool)", Unit: "percentunit", LocalOnly: true,
 		Description: "The emulator's per-worker busy time. On a real gateway use per-thread CPU instead; Envoy does not export it.",
 		Targets:     []Target{q(`rate(envoy_igwlab_worker_busy_ns{pod=~"$pod"}[1m]) / 1e9`, "{{pod}} worker {{worker}}")}},
@@ -251,9 +263,18 @@ func Expand(expr string, vars map[string]string) string {
 }
 
 // Queries returns every query of every panel, labelled with its panel.
-func Queries() []struct{ Panel, Expr string } {
+func Queries() []struct{ Panel, Expr string } { return queries(true) }
+
+// EnvoyQueries leaves out the panels whose metrics come from the cluster, not from Envoy:
+// the ones the local pool can answer.
+func EnvoyQueries() []struct{ Panel, Expr string } { return queries(false) }
+
+func queries(cluster bool) []struct{ Panel, Expr string } {
 	var out []struct{ Panel, Expr string }
 	for _, p := range Panels {
+		if p.ClusterOnly && !cluster {
+			continue
+		}
 		for _, t := range p.Targets {
 			out = append(out, struct{ Panel, Expr string }{p.Title, t.Expr})
 		}

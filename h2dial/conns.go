@@ -127,7 +127,7 @@ func newConnTable(o *Options) *connTable {
 // for https.
 func (t *connTable) dialTLS(ctx context.Context, network, addr string, cfg *tls.Config) (net.Conn, error) {
 	if !t.allowRemote {
-		if err := checkLoopback(ctx, addr); err != nil {
+		if err := CheckLoopback(ctx, addr); err != nil {
 			return nil, err
 		}
 	}
@@ -151,9 +151,9 @@ func (t *connTable) dialTLS(ctx context.Context, network, addr string, cfg *tls.
 	return tc, nil
 }
 
-// checkLoopback refuses, before any packet is sent, a target that is not on 127.0.0.0/8 (or
+// CheckLoopback refuses, before any packet is sent, a target that is not on 127.0.0.0/8 (or
 // ::1): load goes elsewhere only when the user says so.
-func checkLoopback(ctx context.Context, addr string) error {
+func CheckLoopback(ctx context.Context, addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return err

@@ -11,13 +11,19 @@ import (
 
 // BackendArgs configure the backends.
 type BackendArgs struct {
-	Images    Images
-	SkipAwait bool
-	Waypoint  bool // route the httpbin Service through the waypoint
-	Istio     *IstioAmbient
+	Images Images
+	// LabImage is the lab's own image (the gRPC backend runs from it), with its pull policy
+	// and the command that builds it into k3d (nil when it is pulled).
+	LabImage, LabImagePull string
+	LabImageBuild          pulumi.Resource
+	SkipAwait              bool
+	Waypoint               bool // route the httpbin Service through the waypoint
+	Replicas               int  // of httpbin and of grpcbin each
+	Istio                  *IstioAmbient
 }
 
-// Backend is go-httpbin and grpcbin in an ambient namespace, and the Istio Gateway and
+// Backend is go-httpbin and the lab's gRPC backend (named grpcbin, after the server the seed lab
+// ran; grpclab, from the lab's own image) in an ambient namespace, and the Istio Gateway and
 // VirtualServices that route the ingress gateway to them.
 type Backend struct {
 	pulumi.ResourceState
@@ -59,10 +65,10 @@ func awaitAnnotations(skip bool) pulumi.StringMap {
 	return pulumi.StringMap{"pulumi.com/skipAwait": pulumi.String("true")}
 }
 
-func resources(cpuReq, memReq, cpuLim, memLim string) *corev1.ResourceRequirementsArgs {
+func resources(r podResources) *corev1.ResourceRequirementsArgs {
 	return &corev1.ResourceRequirementsArgs{
-		Requests: pulumi.StringMap{"cpu": pulumi.String(cpuReq), "memory": pulumi.String(memReq)},
-		Limits:   pulumi.StringMap{"cpu": pulumi.String(cpuLim), "memory": pulumi.String(memLim)},
+		Requests: pulumi.StringMap{"cpu": pulumi.String(r.cpuReq), "memory": pulumi.String(r.memReq)},
+		Limits:   pulumi.StringMap{"cpu": pulumi.String(r.cpuLim), "memory": pulumi.String(r.memLim)},
 	}
 }
 
@@ -81,12 +87,12 @@ func NewBackend(ctx *pulumi.Context, name string, args *BackendArgs, opts ...pul
 		return nil, err
 	}
 	inNS := child(c, opts, dependsOn(c.Namespace))
-	if c.HTTPBin, err = deployment(ctx, "httpbin", BackendNamespace, 2, args.SkipAwait, corev1.ContainerArgs{
+	if c.HTTPBin, err = deployment(ctx, "httpbin", BackendNamespace, args.Replicas, args.SkipAwait, corev1.ContainerArgs{
 		Name: pulumi.String("httpbin"), Image: pulumi.String(args.Images.HTTPBin),
 		// /bytes/65536 (scenario 08) needs more than go-httpbin's 1 MiB default body limit headroom.
 		Args:      pulumi.StringArray{pulumi.String("-port=8080"), pulumi.String("-max-body-size=20971520")},
 		Ports:     corev1.ContainerPortArray{corev1.ContainerPortArgs{Name: pulumi.String("http"), ContainerPort: pulumi.Int(8080)}},
-		Resources: resources("200m", "64Mi", "1", "256Mi"),
+		Resources: resources(httpbinResources),
 	}, inNS); err != nil {
 		return nil, err
 	}
@@ -105,11 +111,17 @@ func NewBackend(ctx *pulumi.Context, name string, args *BackendArgs, opts ...pul
 	}, inNS...); err != nil {
 		return nil, err
 	}
-	if c.GRPCBin, err = deployment(ctx, "grpcbin", BackendNamespace, 2, args.SkipAwait, corev1.ContainerArgs{
-		Name: pulumi.String("grpcbin"), Image: pulumi.String(args.Images.GRPCBin),
+	grpcOpts := inNS
+	if args.LabImageBuild != nil {
+		grpcOpts = child(c, opts, dependsOn(c.Namespace, args.LabImageBuild))
+	}
+	if c.GRPCBin, err = deployment(ctx, "grpcbin", BackendNamespace, args.Replicas, args.SkipAwait, corev1.ContainerArgs{
+		Name: pulumi.String("grpcbin"), Image: pulumi.String(args.LabImage), ImagePullPolicy: pulumi.String(args.LabImagePull),
+		Command:   pulumi.StringArray{pulumi.String("/igwlab-grpc")},
+		Args:      pulumi.StringArray{pulumi.String("serve"), pulumi.String("-addr"), pulumi.String(":9000")},
 		Ports:     corev1.ContainerPortArray{corev1.ContainerPortArgs{Name: pulumi.String("grpc"), ContainerPort: pulumi.Int(9000)}},
-		Resources: resources("100m", "32Mi", "1", "128Mi"),
-	}, inNS); err != nil {
+		Resources: resources(grpcbinResources),
+	}, grpcOpts); err != nil {
 		return nil, err
 	}
 	if c.GRPCBinService, err = corev1.NewService(ctx, "grpcbin", &corev1.ServiceArgs{

@@ -9,10 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -43,10 +43,18 @@ type Config struct {
 	APIPort     int // host port of the k3d cluster's Kubernetes API (on 127.0.0.1)
 	Kubeconfig  string
 	KubeContext string
+	// Platform is where Istio runs (igwlab:platform, platform.go): it picks Istio's platform
+	// profile, and with it istio-cni's CNI paths. Empty: k3d for the cluster the program
+	// creates, generic for an existing one.
+	Platform string
 
+	// Profile is the lab's size (igwlab:profile, profile.go): it sets GatewayReplicas and
+	// BackendReplicas, which their own keys override.
+	Profile           string
 	IstioVersion      string
 	GatewayAPIVersion string
 	GatewayReplicas   int
+	BackendReplicas   int
 	ProxyConcurrency  int
 	WaypointReplicas  int
 	// GatewayDrainDuration is Istio's drainDuration for the gateway pods: how long Envoy keeps
@@ -106,19 +114,19 @@ type Config struct {
 // Images are the pinned container images.
 type Images struct {
 	HTTPBin string
-	GRPCBin string
 	Fortio  string
-	GHZ     string
-	H2dial  string // repository (the tag is the hash of the h2dial sources)
-	// H2dialPushed is an h2dial image the cluster can pull (igwlab:h2dialImage), used instead
-	// of building one into k3d: the way to run the lab on an existing cluster.
+	// H2dial is the lab's own image's repository (the tag is the hash of its sources): h2dial,
+	// and the gRPC backend and client (grpclab), built from Go for the machine's architecture.
+	H2dial string
+	// H2dialPushed is that image pushed where the cluster can pull it (igwlab:h2dialImage),
+	// used instead of building one into k3d: the way to run the lab on an existing cluster.
 	H2dialPushed string
 }
 
 // Defaults are the lab's pins.
 var Defaults = Config{
 	Cluster: ClusterK3d, ClusterName: "igw-tc-lab", K3sImage: "rancher/k3s:v1.33.4-k3s1", HostPort: 18080, APIPort: 6550,
-	IstioVersion: "1.27.9", GatewayAPIVersion: "v1.3.0", GatewayReplicas: 6, ProxyConcurrency: 1,
+	Profile: ProfileFull, IstioVersion: "1.27.9", GatewayAPIVersion: "v1.3.0", GatewayReplicas: 6, BackendReplicas: 2, ProxyConcurrency: 1,
 	WaypointReplicas: 3, Scenario: stacks.DefaultScenario, Monitoring: true, KubePrometheusStackVersion: "84.5.0",
 	// Istio's default is 45 s. The runner waits for the drain after every scenario switch, and
 	// between scenarios no load runs, so the old listener has nothing worth 45 s of waiting:
@@ -126,9 +134,7 @@ var Defaults = Config{
 	GatewayDrainDuration: 5 * time.Second, InstallUpstream: true, BuildImages: true, Verify: true,
 	Images: Images{
 		HTTPBin: "ghcr.io/mccutchen/go-httpbin:2.26.0",
-		GRPCBin: "moul/grpcbin@sha256:bd8f2ffdd02d0849fad2d1c754eff4402c867e7a3e0552b8992f4590f5687d20",
 		Fortio:  "fortio/fortio:1.75.3",
-		GHZ:     "ghcr.io/bojand/ghz:0.121.0",
 		H2dial:  "igwlab/h2dial",
 	},
 }
@@ -191,13 +197,8 @@ func checkKeys(all, secretKeys string) []error {
 	for _, k := range configKeys {
 		known[k] = true
 	}
-	keys := make([]string, 0, len(conf))
-	for k := range conf {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var errs []error
-	for _, full := range keys {
+	for _, full := range slices.Sorted(maps.Keys(conf)) {
 		key, ok := strings.CutPrefix(full, configkey.Project+":")
 		if !ok || known[key] {
 			continue
@@ -205,6 +206,10 @@ func checkKeys(all, secretKeys string) []error {
 		value := conf[full]
 		if slices.Contains(secret, full) {
 			value = "[secret]"
+		}
+		if why, ok := configkey.Retired[key]; ok {
+			errs = append(errs, &ConfigError{key, value, "no longer read (remove it): " + why})
+			continue
 		}
 		allowed := "a key the lab reads"
 		if s := stacks.Suggest(key, configKeys); s != "" {
@@ -248,6 +253,14 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 			errs = append(errs, &ConfigError{key, raw, "true or false"})
 		}
 	}
+	// The profile first: it sets sizes the keys read after it may override.
+	if v := c.Get(configkey.Profile); v != "" {
+		if _, ok := Profiles[v]; ok {
+			cfg = cfg.WithProfile(v)
+		} else {
+			cfg.Profile = v // Validate names it
+		}
+	}
 	str(configkey.Cluster, &cfg.Cluster)
 	str(configkey.ClusterName, &cfg.ClusterName)
 	str(configkey.K3sImage, &cfg.K3sImage)
@@ -255,6 +268,7 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 	integer(configkey.APIPort, &cfg.APIPort)
 	str(configkey.Kubeconfig, &cfg.Kubeconfig)
 	str(configkey.KubeContext, &cfg.KubeContext)
+	str(configkey.Platform, &cfg.Platform)
 	str(configkey.IstioVersion, &cfg.IstioVersion)
 	str(configkey.GatewayAPIVersion, &cfg.GatewayAPIVersion)
 	integer(configkey.GatewayReplicas, &cfg.GatewayReplicas)
@@ -316,9 +330,7 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 	str(configkey.UpstreamDir, &cfg.Upstream.Dir)
 	boolean(configkey.RenderAllScenarios, &cfg.RenderAllScenarios)
 	str(configkey.HTTPBinImage, &cfg.Images.HTTPBin)
-	str(configkey.GRPCBinImage, &cfg.Images.GRPCBin)
 	str(configkey.FortioImage, &cfg.Images.Fortio)
-	str(configkey.GHZImage, &cfg.Images.GHZ)
 	str(configkey.H2dialImage, &cfg.Images.H2dialPushed)
 	if _, err := c.TrySecret(configkey.GrafanaPassword); err == nil {
 		cfg.GrafanaPassword = c.RequireSecret(configkey.GrafanaPassword)
@@ -346,8 +358,8 @@ func (c Config) Validate() error {
 		if !namePattern.MatchString(c.ClusterName) {
 			bad(configkey.ClusterName, c.ClusterName, "lower-case letters, digits and dashes, at most 32 characters")
 		}
-		if !k3sPattern.MatchString(c.K3sImage) {
-			bad(configkey.K3sImage, c.K3sImage, "a pinned k3s image such as rancher/k3s:v1.33.4-k3s1 (the CNI paths depend on it)")
+		if !k3sPattern.MatchString(c.K3sImage) || !k3sCNIMoved(c.K3sImage) {
+			bad(configkey.K3sImage, c.K3sImage, "a pinned k3s image of v1.31.7, v1.32.3 or later, such as rancher/k3s:v1.33.4-k3s1 (earlier ones keep the CNI binaries where Istio's k3s profile does not look)")
 		}
 		if c.APIPort == c.HostPort {
 			bad(configkey.APIPort, fmt.Sprint(c.APIPort), "a port other than igwlab:hostPort (both are published on 127.0.0.1)")
@@ -358,6 +370,14 @@ func (c Config) Validate() error {
 		}
 	default:
 		bad(configkey.Cluster, c.Cluster, "k3d or existing")
+	}
+	if _, ok := Profiles[c.Profile]; !ok {
+		bad(configkey.Profile, c.Profile, profilesText())
+	}
+	if _, ok := istioPlatform[c.Platform]; c.Platform != "" && !ok {
+		bad(configkey.Platform, c.Platform, "one of "+platformsText()+" (the cluster Istio runs on: it picks Istio's platform profile and the CNI paths)")
+	} else if c.Cluster == ClusterK3d && c.platform() != PlatformK3d {
+		bad(configkey.Platform, c.Platform, "k3d (or unset) when igwlab:cluster is k3d: the program creates a k3d cluster")
 	}
 	for _, f := range []struct {
 		key string

@@ -44,6 +44,34 @@ func TestConfigDefaultsAndOverrides(t *testing.T) {
 	}
 }
 
+// The small profile sets the sizes; a size's own key still overrides it.
+func TestConfigProfile(t *testing.T) {
+	for _, tc := range []struct {
+		kv                map[string]string
+		gateway, backends int
+	}{
+		{map[string]string{}, 6, 2},
+		{map[string]string{"profile": "small"}, 4, 1},
+		{map[string]string{"profile": "small", "gatewayReplicas": "3"}, 3, 1},
+		{map[string]string{"gatewayReplicas": "4", "profile": "full"}, 4, 2},
+	} {
+		cfg, err := loadWith(t, tc.kv, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.GatewayReplicas != tc.gateway || cfg.BackendReplicas != tc.backends {
+			t.Errorf("%v: %d gateway pods, %d of each backend; want %d, %d", tc.kv, cfg.GatewayReplicas, cfg.BackendReplicas, tc.gateway, tc.backends)
+		}
+	}
+	m := run(t, func(c *Config) { *c = c.WithProfile(ProfileSmall) })
+	for name, want := range map[string]float64{"httpbin": 1, "grpcbin": 1} {
+		d := m.find("kubernetes:apps/v1:Deployment", name)
+		if got := d.Inputs.Mappable()["spec"].(map[string]any)["replicas"]; got != want {
+			t.Errorf("the small lab runs %v %s pods, want %v", got, name, want)
+		}
+	}
+}
+
 func TestConfigErrorsNameKeyValueAndRange(t *testing.T) {
 	cases := []struct {
 		kv     map[string]string
@@ -61,6 +89,7 @@ func TestConfigErrorsNameKeyValueAndRange(t *testing.T) {
 		{map[string]string{"cluster": "existing"}, true, []string{"igwlab:kubeconfig"}},
 		{map[string]string{"renderAllScenarios": "true"}, true, []string{"igwlab:renderAllScenarios", "renderDir"}},
 		{map[string]string{"istioVersion": "latest"}, true, []string{"igwlab:istioVersion", "1.27.9"}},
+		{map[string]string{"profile": "tiny"}, true, []string{"igwlab:profile", `"tiny"`, "full (6 gateway pods, 2 of each backend) or small (4 gateway pods, 1 of each backend)"}},
 	}
 	for _, c := range cases {
 		_, err := loadWith(t, c.kv, c.secret)

@@ -46,6 +46,9 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
+// builtPackage is a package a RUN line's go build builds (the last argument before && or the end).
+var builtPackage = regexp.MustCompile(`go build [^&]*?(\./[^\s&]+)\s*(?:&&|$)`)
+
 // absPath matches a path inside the image written as an absolute path in a RUN command.
 var absPath = regexp.MustCompile(`(^|[\s=])(/[^\s"';&|]*)`)
 
@@ -135,7 +138,7 @@ func copyTree(t *testing.T, from, to string) {
 }
 
 // TestDockerfileCopiesEveryPackageItBuilds asks the go command which of the module's own
-// packages h2dial's command needs and checks that the Dockerfile copies each of them, and
+// packages the image's commands need and checks that the Dockerfile copies each of them, and
 // that the image tag hashes exactly what the Dockerfile copies.
 func TestDockerfileCopiesEveryPackageItBuilds(t *testing.T) {
 	root := repoRoot(t)
@@ -143,7 +146,16 @@ func TestDockerfileCopiesEveryPackageItBuilds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}", "./h2dial/cmd/h2dial")
+	var built []string
+	for _, run := range stage.Runs {
+		for _, m := range builtPackage.FindAllStringSubmatch(run, -1) {
+			built = append(built, m[1])
+		}
+	}
+	if !slices.Contains(built, "./h2dial/cmd/h2dial") || !slices.Contains(built, "./grpclab/cmd/igwlab-grpc") {
+		t.Fatalf("%s builds %v, want h2dial's and igwlab-grpc's commands", H2dialDockerfile, built)
+	}
+	cmd := exec.Command("go", append([]string{"list", "-deps", "-f", "{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}"}, built...)...)
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {
@@ -157,7 +169,7 @@ func TestDockerfileCopiesEveryPackageItBuilds(t *testing.T) {
 			s = strings.TrimSuffix(s, "/")
 			return rel == s || strings.HasPrefix(rel, s+"/")
 		}) {
-			t.Errorf("%s: h2dial needs package %s, which no COPY line copies (COPY sources: %v)", H2dialDockerfile, rel, sources)
+			t.Errorf("%s: its commands need package %s, which no COPY line copies (COPY sources: %v)", H2dialDockerfile, rel, sources)
 		}
 	}
 	for _, f := range []string{"go.mod", "go.sum"} {
@@ -206,14 +218,9 @@ func writeProbe(t *testing.T, path string) {
 	}
 }
 
-// goDirective matches go.mod's go and toolchain lines.
-var goDirective = regexp.MustCompile(`(?m)^(go|toolchain)\s+(?:go)?(\d+\.\d+(?:\.\d+)?)\s*$`)
-
-// TestDockerfileBuildImageMatchesGoMod pins each Dockerfile's Go image to the toolchain go.mod
-// asks for (its toolchain line, else its go line): with GOTOOLCHAIN=local a floating tag
-// older than that fails the build, and a newer one builds something the tests never ran.
-func TestDockerfileBuildImageMatchesGoMod(t *testing.T) {
-	root := repoRoot(t)
+// goModToolchain is the Go toolchain go.mod asks for: its toolchain line, else its go line.
+func goModToolchain(t *testing.T, root string) string {
+	t.Helper()
 	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
 	if err != nil {
 		t.Fatal(err)
@@ -224,6 +231,18 @@ func TestDockerfileBuildImageMatchesGoMod(t *testing.T) {
 			want = m[2]
 		}
 	}
+	return want
+}
+
+// goDirective matches go.mod's go and toolchain lines.
+var goDirective = regexp.MustCompile(`(?m)^(go|toolchain)\s+(?:go)?(\d+\.\d+(?:\.\d+)?)\s*$`)
+
+// TestDockerfileBuildImageMatchesGoMod pins each Dockerfile's Go image to the toolchain go.mod
+// asks for (its toolchain line, else its go line): with GOTOOLCHAIN=local a floating tag
+// older than that fails the build, and a newer one builds something the tests never ran.
+func TestDockerfileBuildImageMatchesGoMod(t *testing.T) {
+	root := repoRoot(t)
+	want := goModToolchain(t, root)
 	if strings.Count(want, ".") != 2 {
 		t.Fatalf("go.mod names Go %q: want a full version (go 1.26.6) so the image can be pinned", want)
 	}

@@ -22,6 +22,8 @@ type GatewayArgs struct {
 	Upstream      Upstream
 	SkipAwait     bool
 	Istio         *IstioAmbient
+	// Platform is the Istio platform profile (the charts' platform value; "" for Istio's defaults).
+	Platform string
 	// Check runs after the release is created or updated (Checks.Gateway; nil: none).
 	Check pulumi.ResourceOption
 }
@@ -89,8 +91,8 @@ func NewIngressGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts
 		"labels": pulumi.Map{"istio": pulumi.String("ingressgateway")},
 		// CPU request = limit = workers, so concurrency means what it says.
 		"resources": pulumi.Map{
-			"requests": pulumi.Map{"cpu": cpu, "memory": pulumi.String("256Mi")},
-			"limits":   pulumi.Map{"cpu": cpu, "memory": pulumi.String("1Gi")},
+			"requests": pulumi.Map{"cpu": cpu, "memory": pulumi.String(gatewayMemRequest)},
+			"limits":   pulumi.Map{"cpu": cpu, "memory": pulumi.String(gatewayMemLimit)},
 		},
 		"podAnnotations": pulumi.Map{"proxy.istio.io/config": pulumi.String(c.ProxyConfig)},
 	}
@@ -100,7 +102,7 @@ func NewIngressGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts
 			// A fixed release name: unset, Pulumi appends a random suffix and the pod label with it.
 			Name: pulumi.String(GatewayRelease), Chart: src, Version: pulumi.String(args.Version),
 			Namespace:      c.Namespace.Metadata.Name().Elem(),
-			RepositoryOpts: repo, Values: values, Timeout: pulumi.Int(600), SkipAwait: releaseAwait(args.SkipAwait),
+			RepositoryOpts: repo, Values: withPlatform(values, args.Platform), Timeout: pulumi.Int(600), SkipAwait: releaseAwait(args.SkipAwait),
 		}, child(c, opts, dependsOn(args.Istio.Istiod, args.Istio.Ztunnel, c.Namespace), optional(args.Check))...)
 		if err != nil {
 			return nil, err

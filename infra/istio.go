@@ -17,10 +17,13 @@ type IstioArgs struct {
 	Upstream Upstream
 	// SkipAwait installs the charts without waiting for their workloads.
 	SkipAwait bool
+	// Platform is the Istio platform profile every release gets (the charts' platform value; "" for
+	// Istio's defaults): it sets istio-cni's CNI paths for the cluster's nodes.
+	Platform string
 }
 
 // IstioAmbient is Istio's ambient data plane from its Helm charts, in the documented order:
-// base (CRDs), the Gateway API CRDs, istiod, istio-cni (with k3s' CNI paths), ztunnel.
+// base (CRDs), the Gateway API CRDs, istiod, istio-cni (with the platform's CNI paths), ztunnel.
 type IstioAmbient struct {
 	pulumi.ResourceState
 	Base           *helm.Release
@@ -44,7 +47,7 @@ func NewIstioAmbient(ctx *pulumi.Context, name string, args *IstioArgs, opts ...
 		return helm.NewRelease(ctx, rname, &helm.ReleaseArgs{
 			Name: pulumi.String(rname), Chart: src, Version: pulumi.String(args.Version),
 			Namespace: pulumi.String(IstioNamespace), CreateNamespace: pulumi.Bool(true),
-			RepositoryOpts: repo, Values: values, Timeout: pulumi.Int(600), SkipAwait: releaseAwait(args.SkipAwait),
+			RepositoryOpts: repo, Values: withPlatform(values, args.Platform), Timeout: pulumi.Int(600), SkipAwait: releaseAwait(args.SkipAwait),
 		}, child(c, opts, dependsOn(deps...))...)
 	}
 	var err error
@@ -59,13 +62,8 @@ func NewIstioAmbient(ctx *pulumi.Context, name string, args *IstioArgs, opts ...
 	if c.Istiod, err = release("istiod", "istiod", pulumi.Map{"profile": pulumi.String("ambient")}, c.Base, c.GatewayAPICRDs); err != nil {
 		return nil, err
 	}
-	// k3s >= 1.31.7 / 1.32.3 moved the CNI binaries; the k3d platform profile still says /bin.
-	cniValues := pulumi.Map{
-		"profile":    pulumi.String("ambient"),
-		"cniConfDir": pulumi.String("/var/lib/rancher/k3s/agent/etc/cni/net.d"),
-		"cniBinDir":  pulumi.String("/var/lib/rancher/k3s/data/cni"),
-	}
-	if c.CNI, err = release("istio-cni", "cni", cniValues, c.Istiod); err != nil {
+	// The CNI paths come from the platform profile (platform.go).
+	if c.CNI, err = release("istio-cni", "cni", pulumi.Map{"profile": pulumi.String("ambient")}, c.Istiod); err != nil {
 		return nil, err
 	}
 	if c.Ztunnel, err = release("ztunnel", "ztunnel", pulumi.Map{}, c.CNI); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"gopkg.in/yaml.v3"
 
 	"github.com/igwlab/igwlab/infra/envoyfilter"
@@ -25,8 +26,9 @@ var istioInputsPath = filepath.Join("testdata", "istio-inputs.yaml")
 // TestIstioInputs records, from runs of the program with the lab's defaults, what it hands to
 // Istio: the Istio chart releases with their values, in install order; the Gateway,
 // VirtualServices and backend Services; scenario 11's RequestAuthentication (with the key set
-// in testdata/jwks.json); and the EnvoyFilter of an igwlab:knobs override that sets every knob
-// (the catalog's own filters are in envoyfilter/testdata). A program change that alters any of
+// in testdata/jwks.json); the EnvoyFilter of an igwlab:knobs override that sets every knob
+// (the catalog's own filters are in envoyfilter/testdata); and the releases on an existing GKE,
+// EKS and AKS cluster (igwlab:platform). A program change that alters any of
 // them fails here until accepted with -update, and then meets Istio's code in infra/istioproof.
 func TestIstioInputs(t *testing.T) {
 	jwks, err := os.ReadFile(filepath.Join("testdata", "jwks.json"))
@@ -60,6 +62,9 @@ func TestIstioInputs(t *testing.T) {
 		"everyKnobEnvoyFilter": ef.Inputs.Mappable(),
 		// What the local target holds each gateway pod to, checked against the chart's default.
 		"localGatewayMemoryLimit": stacks.GatewayMemoryLimit,
+		"platforms":               platformReleases(t),
+		// What the program's Requests (and so igwlab doctor) take Istio's pods to request.
+		"chartRequests": map[string]any{"istiod": IstiodRequests, "ztunnel": ZtunnelRequests, "istio-cni": CNIRequests, "waypoint": WaypointRequests},
 	}
 	var b bytes.Buffer
 	b.WriteString("# Written by TestIstioInputs (go test ./infra -run TestIstioInputs -update): what the program\n" +
@@ -85,6 +90,19 @@ func TestIstioInputs(t *testing.T) {
 	}
 }
 
+// platformReleases are the Istio releases on an existing cluster of each managed platform.
+func platformReleases(t *testing.T) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	for _, p := range []string{PlatformGKE, PlatformEKS, PlatformAKS} {
+		out[p] = istioReleases(t, run(t, func(c *Config) {
+			c.Cluster, c.Kubeconfig, c.Platform = ClusterExisting, "/tmp/kubeconfig", p
+			c.Images.H2dialPushed = "registry.example.com/igwlab/h2dial:v1"
+		}))
+	}
+	return out
+}
+
 // everyKnob sets each registered knob to a value that is in range and differs from Envoy's
 // default, as igwlab:knobs would; a knob added to the registry is covered without a test edit.
 func everyKnob(t *testing.T) (map[string]any, stacks.Knobs) {
@@ -104,20 +122,29 @@ func everyKnob(t *testing.T) (map[string]any, stacks.Knobs) {
 	return text, k
 }
 
+// istioChartReleases are the Helm releases of Istio's charts the program registered.
+func (m *recorder) istioChartReleases() []pulumi.MockResourceArgs {
+	var out []pulumi.MockResourceArgs
+	for _, r := range m.res {
+		if r.TypeToken != "kubernetes:helm.sh/v3:Release" {
+			continue
+		}
+		if repo, _ := r.Inputs.Mappable()["repositoryOpts"].(map[string]any); repo == nil || repo["repo"] != IstioChartRepo {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // istioReleases lists the Istio chart releases in the order the program installs them (each
 // after the releases it depends on).
 func istioReleases(t *testing.T, m *recorder) []any {
 	t.Helper()
 	deps := map[string][]string{}
 	byName := map[string]map[string]any{}
-	for _, r := range m.res {
-		if r.TypeToken != "kubernetes:helm.sh/v3:Release" {
-			continue
-		}
+	for _, r := range m.istioChartReleases() {
 		in := r.Inputs.Mappable()
-		if repo, _ := in["repositoryOpts"].(map[string]any); repo == nil || repo["repo"] != IstioChartRepo {
-			continue
-		}
 		byName[r.Name] = map[string]any{"name": in["name"], "chart": in["chart"], "version": in["version"],
 			"namespace": in["namespace"], "values": in["values"]}
 		for _, d := range r.RegisterRPC.GetDependencies() {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/igwlab/igwlab/internal/testutil"
 )
 
 // fakeHost is a machine for the k3d script: a PATH holding only the fake (or real) tools the
@@ -52,19 +54,8 @@ func newFakeHost(t *testing.T, st fakeState, fakes ...string) *fakeHost {
 	h := &fakeHost{t: t, state: filepath.Join(dir, "state.json"), path: bin + string(os.PathListSeparator) + sys}
 	h.save(st)
 	h.env = map[string]string{"IGWLAB_CLUSTER": "igw-tc-lab", "IGWLAB_K3S_IMAGE": "rancher/k3s:v1.33.4-k3s1",
-		"IGWLAB_HOST_PORT": strconv.Itoa(freePort(t)), "IGWLAB_API_PORT": strconv.Itoa(freePort(t)), "IGWLAB_OWNER": "igwlab/lab"}
+		"IGWLAB_HOST_PORT": strconv.Itoa(testutil.FreePort(t)), "IGWLAB_API_PORT": strconv.Itoa(testutil.FreePort(t)), "IGWLAB_OWNER": "igwlab/lab"}
 	return h
-}
-
-// freePort is a loopback port nothing listens on (as of now).
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func (h *fakeHost) save(st fakeState) {
@@ -267,8 +258,8 @@ func TestK3dScriptRefusesChangesToARunningCluster(t *testing.T) {
 	}
 	cases := []struct{ key, env, value, old string }{
 		{"k3sImage", "IGWLAB_K3S_IMAGE", "rancher/k3s:v1.32.5-k3s1", h.env["IGWLAB_K3S_IMAGE"]},
-		{"hostPort", "IGWLAB_HOST_PORT", strconv.Itoa(freePort(t)), h.env["IGWLAB_HOST_PORT"]},
-		{"apiPort", "IGWLAB_API_PORT", strconv.Itoa(freePort(t)), h.env["IGWLAB_API_PORT"]},
+		{"hostPort", "IGWLAB_HOST_PORT", strconv.Itoa(testutil.FreePort(t)), h.env["IGWLAB_HOST_PORT"]},
+		{"apiPort", "IGWLAB_API_PORT", strconv.Itoa(testutil.FreePort(t)), h.env["IGWLAB_API_PORT"]},
 		{"clusterName", "IGWLAB_CLUSTER", "igw-tc-lab-2", "igw-tc-lab"},
 	}
 	for _, c := range cases {

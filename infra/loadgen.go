@@ -26,14 +26,17 @@ type LoadGenArgs struct {
 
 // LoadGenerators is the loadgen namespace, deliberately outside the mesh (the lab measures the
 // clients' own HTTP/2 pools, with no proxy of their own in the way): fortio (its server as the
-// idle process) and h2dial (idle until the runner execs a run). ghz runs as a Job per run.
+// idle process) and h2dial (idle until the runner execs a run of h2dial or of the gRPC client,
+// both in its image). The image is the lab's own: the backend's gRPC server runs it too.
 type LoadGenerators struct {
 	pulumi.ResourceState
 	Namespace *corev1.Namespace
 	Fortio    *appsv1.Deployment
 	H2dial    *appsv1.Deployment
 	H2dialImg string
-	Build     *local.Command
+	// H2dialPull is the image's pull policy: Never when it was imported into k3d's nodes.
+	H2dialPull string
+	Build      *local.Command
 }
 
 // NewLoadGenerators creates the load generators.
@@ -51,7 +54,7 @@ func NewLoadGenerators(ctx *pulumi.Context, name string, args *LoadGenArgs, opts
 		return nil, err
 	}
 	inNS := child(c, opts, dependsOn(c.Namespace))
-	res := resources("500m", "256Mi", "2", "1Gi")
+	res := resources(loadgenResources)
 	// fortio's image is distroless: no shell, so its server is the idle process.
 	if c.Fortio, err = deployment(ctx, "fortio", LoadgenNamespace, 1, args.SkipAwait, corev1.ContainerArgs{
 		Name: pulumi.String("fortio"), Image: pulumi.String(args.Images.Fortio), Args: pulumi.StringArray{pulumi.String("server")},
@@ -84,6 +87,7 @@ func NewLoadGenerators(ctx *pulumi.Context, name string, args *LoadGenArgs, opts
 			h2Opts = child(c, opts, dependsOn(c.Namespace, c.Build))
 		}
 	}
+	c.H2dialPull = pull
 	if c.H2dial, err = deployment(ctx, "h2dial", LoadgenNamespace, 1, args.SkipAwait, corev1.ContainerArgs{
 		Name: pulumi.String("h2dial"), Image: pulumi.String(c.H2dialImg), ImagePullPolicy: pulumi.String(pull),
 		Args: pulumi.StringArray{pulumi.String("-idle")}, Resources: res,
@@ -91,7 +95,7 @@ func NewLoadGenerators(ctx *pulumi.Context, name string, args *LoadGenArgs, opts
 		return nil, err
 	}
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"namespace": pulumi.String(LoadgenNamespace),
-		"h2dialImage": pulumi.String(c.H2dialImg), "ghzImage": pulumi.String(args.Images.GHZ)})
+		"h2dialImage": pulumi.String(c.H2dialImg)})
 }
 
 func orDot(s string) string {

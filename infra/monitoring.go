@@ -20,6 +20,11 @@ type MonitoringArgs struct {
 	// off); the waypoint's only when the scenario has one (Waypoint), since it has no pods else.
 	Checks   *Checks
 	Waypoint bool
+	// Sources are what each PodMonitor's pods come from (monitor name to the release or
+	// component that makes them): a monitor, and so its live-targets check, waits for them, so
+	// that on a first install its minutes of patience start once the pods exist, not while
+	// Istio's releases are still installing one after another and pulling their images.
+	Sources map[string]pulumi.Resource
 }
 
 // Monitoring is kube-prometheus-stack trimmed for the lab, PodMonitors for the gateway, the
@@ -106,7 +111,7 @@ func NewMonitoring(ctx *pulumi.Context, name string, args *MonitoringArgs, opts 
 			"selector":            map[string]any{"matchLabels": m.selector},
 			"namespaceSelector":   map[string]any{"matchNames": []any{m.ns}},
 			"podMetricsEndpoints": []any{map[string]any{"port": m.port, "path": m.path, "interval": "5s"}},
-		}, child(c, opts, dependsOn(c.Stack, c.Namespace), check))
+		}, child(c, opts, dependsOn(c.Stack, c.Namespace, args.Sources[m.name]), check))
 		if err != nil {
 			return nil, err
 		}

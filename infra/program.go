@@ -2,6 +2,7 @@ package infra
 
 import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/igwlab/igwlab/stacks"
@@ -94,33 +95,33 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	opts := []pulumi.ResourceOption{pulumi.Provider(prov)}
 
 	if lab.Istio, err = NewIstioAmbient(ctx, "istio", &IstioArgs{Version: cfg.IstioVersion,
-		GatewayAPIVersion: cfg.GatewayAPIVersion, Install: cfg.InstallUpstream, Upstream: cfg.Upstream, SkipAwait: cfg.SkipAwait}, opts...); err != nil {
+		GatewayAPIVersion: cfg.GatewayAPIVersion, Install: cfg.InstallUpstream, Upstream: cfg.Upstream, SkipAwait: cfg.SkipAwait,
+		Platform: cfg.istioProfile()}, opts...); err != nil {
 		return nil, err
 	}
 	if lab.Gateway, err = NewIngressGateway(ctx, "gateway", &GatewayArgs{Version: cfg.IstioVersion,
 		Replicas: cfg.GatewayReplicas, Concurrency: cfg.ProxyConcurrency, DrainDuration: cfg.GatewayDrainDuration,
-		Install: cfg.InstallUpstream, Upstream: cfg.Upstream, SkipAwait: cfg.SkipAwait, Istio: lab.Istio, Check: gatewayCheck}, opts...); err != nil {
-		return nil, err
-	}
-	if lab.Backend, err = NewBackend(ctx, "backend", &BackendArgs{Images: cfg.Images, Waypoint: sc.Waypoint, SkipAwait: cfg.SkipAwait,
-		Istio: lab.Istio}, opts...); err != nil {
+		Install: cfg.InstallUpstream, Upstream: cfg.Upstream, SkipAwait: cfg.SkipAwait, Istio: lab.Istio, Platform: cfg.istioProfile(),
+		Check: gatewayCheck}, opts...); err != nil {
 		return nil, err
 	}
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
+	// The load generators first: they build the lab's own image, which the backend runs too.
 	if lab.LoadGen, err = NewLoadGenerators(ctx, "loadgen", &LoadGenArgs{Images: cfg.Images,
 		Build: cfg.BuildImages && cfg.Images.H2dialPushed == "" && cfg.Cluster == ClusterK3d && cfg.RenderDir == "", ClusterName: cfg.ClusterName,
 		Cluster: lab.Cluster, SourceDir: root, SkipAwait: cfg.SkipAwait}, opts...); err != nil {
 		return nil, err
 	}
-	if cfg.Monitoring {
-		if lab.Monitoring, err = NewMonitoring(ctx, "monitoring", &MonitoringArgs{ChartVersion: cfg.KubePrometheusStackVersion,
-			Install: cfg.InstallUpstream, Upstream: cfg.Upstream, GrafanaPassword: cfg.GrafanaPassword,
-			Checks: checks, Waypoint: sc.Waypoint}, opts...); err != nil {
-			return nil, err
-		}
+	var build pulumi.Resource
+	if lab.LoadGen.Build != nil {
+		build = lab.LoadGen.Build
+	}
+	if lab.Backend, err = NewBackend(ctx, "backend", &BackendArgs{Images: cfg.Images, Waypoint: sc.Waypoint, SkipAwait: cfg.SkipAwait, Replicas: cfg.BackendReplicas,
+		Istio: lab.Istio, LabImage: lab.LoadGen.H2dialImg, LabImagePull: lab.LoadGen.H2dialPull, LabImageBuild: build}, opts...); err != nil {
+		return nil, err
 	}
 	if sc.Waypoint {
 		check, err := checks.Waypoint()
@@ -129,6 +130,14 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 		}
 		if lab.Waypoint, err = NewWaypoint(ctx, "waypoint", &WaypointArgs{Replicas: cfg.WaypointReplicas,
 			Istio: lab.Istio, Backend: lab.Backend, Check: check}, opts...); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Monitoring {
+		if lab.Monitoring, err = NewMonitoring(ctx, "monitoring", &MonitoringArgs{ChartVersion: cfg.KubePrometheusStackVersion,
+			Install: cfg.InstallUpstream, Upstream: cfg.Upstream, GrafanaPassword: cfg.GrafanaPassword,
+			Checks: checks, Waypoint: sc.Waypoint, Sources: map[string]pulumi.Resource{
+				"igw-envoy": lab.Gateway.Release, "ztunnel": lab.Istio.Ztunnel, "waypoint-envoy": waypointResource(lab.Waypoint)}}, opts...); err != nil {
 			return nil, err
 		}
 	}
@@ -158,7 +167,28 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 		ctx.Export("kubeconfig", lab.Cluster.Kubeconfig)
 		ctx.Export("kubeContext", pulumi.String("k3d-"+cfg.ClusterName))
 	}
+	if cfg.RenderDir == "" {
+		// The kube-system namespace's UID names the cluster the stack applies to, whatever
+		// kubeconfig or address reaches it: the runner checks it measures that one
+		// (runner/gateway/cluster/onecluster.go). Read, never managed.
+		ns, err := corev1.GetNamespace(ctx, "kube-system", pulumi.ID("kube-system"), nil, opts...)
+		if err != nil {
+			return nil, err
+		}
+		ctx.Export(ClusterUIDOutput, ns.Metadata.Uid())
+	}
 	return lab, nil
+}
+
+// ClusterUIDOutput is the stack output that holds the kube-system namespace's UID.
+const ClusterUIDOutput = "clusterUid"
+
+// waypointResource is the waypoint component, or nil when the scenario has none.
+func waypointResource(w *Waypoint) pulumi.Resource {
+	if w == nil {
+		return nil
+	}
+	return w
 }
 
 // dependsOn skips nil resources (parts that are switched off).

@@ -290,6 +290,10 @@ func TestDependencyOrder(t *testing.T) {
 		{"kubernetes:networking.istio.io/v1:VirtualService", "vs-httpbin", "istio-base"},
 		{"kubernetes:gateway.networking.k8s.io/v1:Gateway", "gw-igw-test-waypoint", "gateway-api-crds"},
 		{"kubernetes:monitoring.coreos.com/v1:PodMonitor", "pm-igw-envoy", "kube-prom-stack"},
+		// Each monitor (and its check's minutes of patience) waits for the pods it selects.
+		{"kubernetes:monitoring.coreos.com/v1:PodMonitor", "pm-igw-envoy", GatewayRelease},
+		{"kubernetes:monitoring.coreos.com/v1:PodMonitor", "pm-ztunnel", "ztunnel"},
+		{"kubernetes:monitoring.coreos.com/v1:PodMonitor", "pm-waypoint-envoy", "gw-igw-test-waypoint"},
 		{"pulumi:providers:kubernetes", "k8s", "k3d-kubeconfig"},
 	}
 	for _, c := range cases {

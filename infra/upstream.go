@@ -14,8 +14,10 @@ import (
 // prometheus-community's chart repositories, the Gateway API's release), or, with Dir set, a
 // local folder holding them (igwlab:upstreamDir): each chart unpacked as
 // `helm pull <repo>/<chart> --version <v> --untar` leaves it, and the Gateway API CRDs as
-// gateway-api-standard-install.yaml. The folder serves hosts without internet access, and
-// the tests that run the program's Helm releases from Istio's charts in the Go module cache.
+// gateway-api-standard-install.yaml. The folder replaces only those downloads: images, Pulumi's
+// plugins and Go modules still come from the network (docs/real-lab.md, "Without internet access"). It
+// serves the tests that run the program's Helm releases from Istio's charts in the Go module
+// cache, and hosts whose chart repositories are out of reach.
 type Upstream struct {
 	Dir string
 }

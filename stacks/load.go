@@ -77,7 +77,7 @@ var (
 	namePattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 	feedPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 ._-]{0,39}$`)
 	rolePattern   = regexp.MustCompile(`^[a-z][a-z-]{0,31}$`)
-	hypotheses    = []string{"", "H-A", "H-B", "H-C", "H-D", "H-E", "S11", "WAYPOINT", "S12", "S9", "S10", "S8"}
+	hypotheses    = []string{"", "H-A", "H-B", "H-C", "H-D", "H-E", "S11", "WAYPOINT", "S12", "S9", "S10", "S8", "S15", "S16", "S17", "S18"}
 	jwtModes      = []string{"permissive", "strict"}
 	responseFlags = []string{"DC", "DF", "DI", "DO", "DPE", "FI", "IH", "LH", "LR", "NC", "NFCF", "NR", "OM",
 		"RFCF", "RL", "RLSE", "SI", "UAEX", "UC", "UF", "UH", "UMSDR", "UO", "UPE", "UR", "URX", "UT"}
@@ -100,6 +100,7 @@ var (
 		"load.duration":       {time.Second, 24 * time.Hour},
 		"load.warmup":         {0, time.Hour},
 		"load.settle":         {0, time.Hour},
+		"load.sample_every":   {100 * time.Millisecond, 10 * time.Second},
 		"local.load.duration": {time.Second, 24 * time.Hour},
 		"local.load.warmup":   {0, time.Hour},
 		"local.load.settle":   {0, time.Hour},
@@ -111,6 +112,7 @@ var (
 		"local.client.concurrency": "; 0 keeps the lab's",
 		"client.connections":       "; 0 means 1",
 		"client.body_bytes":        "; 0 means GET",
+		"load.sample_every":        "; 0 means once a second",
 	}
 )
 
@@ -195,6 +197,9 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 	durRange("load.duration", s.Load.Duration)
 	durRange("load.warmup", s.Load.Warmup)
 	durRange("load.settle", s.Load.Settle)
+	if s.Load.SampleEvery != 0 {
+		durRange("load.sample_every", s.Load.SampleEvery)
+	}
 	if s.Local.Load.Duration != 0 {
 		durRange("local.load.duration", s.Local.Load.Duration)
 	}
@@ -215,8 +220,9 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 			}
 		}
 	}
-	if (!s.Local.Knobs.IsZero() || s.Local.Client != (LocalClient{})) && strings.TrimSpace(s.Local.Why) == "" {
-		bad("local.why", "required when local departs from the lab's knobs or client: say why, it is shown in every report")
+	checkEvents(s, bad)
+	if (!s.Local.Knobs.IsZero() || s.Local.Client != (LocalClient{}) || s.Local.Pool != (Pool{}) || len(s.Local.Events) > 0) && strings.TrimSpace(s.Local.Why) == "" {
+		bad("local.why", "required when local departs from the lab's knobs, client, pool or events: say why, it is shown in every report")
 	}
 
 	if al := s.Filters.AccessLog; al != nil {

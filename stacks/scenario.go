@@ -51,6 +51,10 @@ type Scenario struct {
 	// Control names a scenario that must run right before this one, with the same load, as its
 	// control (13-conn-balance runs 13-conn-balance-control first).
 	Control string `yaml:"control"`
+	// Pool is the gateway Deployment the window starts from, for scenarios with events.
+	Pool Pool `yaml:"pool"`
+	// Events change the pool during the window: scale, rolling restart, config push, kill.
+	Events []Event `yaml:"events"`
 	// Local holds the values that differ on the local target, each with its reason.
 	Local Local `yaml:"local"`
 
@@ -109,6 +113,10 @@ type Timing struct {
 	Warmup Duration `yaml:"warmup"`
 	// Settle is the wait after applying knobs, before the warm-up.
 	Settle Duration `yaml:"settle"`
+	// SampleEvery is how often the window's stats are read for its time series; 0 is once a
+	// second (a short window: eight times in it; a window with events: every 250ms). Reading
+	// every pod costs the gateway, so only scenarios that look at sub-second bursts set it.
+	SampleEvery Duration `yaml:"sample_every"`
 }
 
 // Filters are the HTTP filters a scenario adds to the gateway's chain.
@@ -142,6 +150,10 @@ type Local struct {
 	Load   Timing      `yaml:"load"`
 	Knobs  Knobs       `yaml:"knobs"`
 	Client LocalClient `yaml:"client"`
+	// Pool's set fields replace the lab's (a shorter ready delay in a shorter window).
+	Pool Pool `yaml:"pool"`
+	// Events, when any, replace the lab's events (their times scaled to the local window).
+	Events []Event `yaml:"events"`
 	// Why explains the departures; required when any knob or client value departs.
 	Why string `yaml:"why"`
 }
@@ -221,23 +233,27 @@ func (s *Scenario) Lab() Scenario {
 // what a target that takes them (the emulated pool) runs. Departures lists them.
 func (s *Scenario) WithLocal() Scenario {
 	out := s.Lab()
-	if s.Local.Load.Duration > 0 {
-		out.Load.Duration = s.Local.Load.Duration
-	}
-	if s.Local.Load.Warmup > 0 {
-		out.Load.Warmup = s.Local.Load.Warmup
-	}
-	if s.Local.Load.Settle > 0 {
-		out.Load.Settle = s.Local.Load.Settle
-	}
-	if s.Local.Client.QPS > 0 {
-		out.Client.QPS = s.Local.Client.QPS
-	}
-	if s.Local.Client.Concurrency > 0 {
-		out.Client.Concurrency = s.Local.Client.Concurrency
-	}
+	overlay(&out.Load.Duration, s.Local.Load.Duration)
+	overlay(&out.Load.Warmup, s.Local.Load.Warmup)
+	overlay(&out.Load.Settle, s.Local.Load.Settle)
+	overlay(&out.Client.QPS, s.Local.Client.QPS)
+	overlay(&out.Client.Concurrency, s.Local.Client.Concurrency)
 	out.Knobs = out.Knobs.Overlay(s.Local.Knobs)
+	overlay(&out.Pool.Replicas, s.Local.Pool.Replicas)
+	overlay(&out.Pool.ReadyDelay, s.Local.Pool.ReadyDelay)
+	overlay(&out.Pool.TerminationDrain, s.Local.Pool.TerminationDrain)
+	overlay(&out.Pool.HPASync, s.Local.Pool.HPASync)
+	if len(s.Local.Events) > 0 {
+		out.Events = s.Local.Events
+	}
 	return out
+}
+
+// overlay sets *dst to v when v is set (a local value departs only where it is given).
+func overlay[T int | float64 | Duration](dst *T, v T) {
+	if v > 0 {
+		*dst = v
+	}
 }
 
 // Departures lists, knob by knob, where the local target departs from the lab values.
@@ -273,7 +289,7 @@ func (s *Scenario) Departures() []Departure {
 	if s.Local.Client.Concurrency > 0 {
 		add("client.concurrency", strconv.Itoa(s.Client.Concurrency), strconv.Itoa(s.Local.Client.Concurrency))
 	}
-	return out
+	return append(out, s.poolDepartures()...)
 }
 
 // Departure is one value that differs between the lab and the local target.

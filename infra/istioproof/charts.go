@@ -100,11 +100,15 @@ func ExtractCharts(dir, version string) error {
 // Render renders a release client-side, as `helm install --dry-run` does: the values are
 // coalesced with the chart's and validated against its values.schema.json where it has one,
 // and every template must render. It returns the manifest, CRDs included.
-func Render(c *chart.Chart, r Release) (string, error) {
+func Render(c *chart.Chart, r Release) (string, error) { return RenderOn(c, r, KubeVersion) }
+
+// RenderOn renders a release against another cluster's Kubernetes version (a GKE version
+// string, for instance, which the CNI chart reads to find GKE's CNI binary directory).
+func RenderOn(c *chart.Chart, r Release, kv chartutil.KubeVersion) (string, error) {
 	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
 	inst.ClientOnly, inst.DryRun, inst.IncludeCRDs = true, true, true
 	inst.ReleaseName, inst.Namespace = r.Name, r.Namespace
-	inst.KubeVersion = &KubeVersion
+	inst.KubeVersion = &kv
 	rel, err := inst.Run(c, Clone(r.Values))
 	if err != nil {
 		return "", fmt.Errorf("helm install %s %s: %w", r.Name, r.Chart, err)

@@ -43,6 +43,18 @@ type Inputs struct {
 	// LocalGatewayMemoryLimit is the memory limit, in bytes, the local target holds each
 	// emulated gateway pod to (stacks.GatewayMemoryLimit).
 	LocalGatewayMemoryLimit int64 `json:"localGatewayMemoryLimit"`
+	// Platforms are the releases the program installs on an existing cluster of each platform
+	// (igwlab:platform); Releases are the k3d lab's.
+	Platforms map[string][]Release `json:"platforms"`
+	// ChartRequests are what the program takes Istio's pods to request (infra.IstiodRequests
+	// and the others): istiod, ztunnel and istio-cni per node, and the waypoint's proxy.
+	ChartRequests map[string]Request `json:"chartRequests"`
+}
+
+// Request is a pod's CPU (millicores) and memory (bytes) request.
+type Request struct {
+	CPUMilli int64 `json:"cpuMilli"`
+	MemBytes int64 `json:"memBytes"`
 }
 
 // Paths of the program's output, relative to this module.

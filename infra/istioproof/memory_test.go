@@ -43,11 +43,17 @@ func TestGatewayMemoryLimitIsTheCharts(t *testing.T) {
 }
 
 func quantity(t *testing.T, what string, v any) int64 {
+	q := parsed(t, what, v)
+	return q.Value()
+}
+
+// parsed is a Kubernetes quantity a chart rendered (a string such as "500m" or "2048Mi").
+func parsed(t *testing.T, what string, v any) resource.Quantity {
 	t.Helper()
 	s, _ := v.(string)
 	q, err := resource.ParseQuantity(s)
 	if err != nil {
 		t.Fatalf("%s %v: %v", what, v, err)
 	}
-	return q.Value()
+	return q
 }

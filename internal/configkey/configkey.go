@@ -15,7 +15,6 @@ const (
 	JWKS                 = "jwks"
 	GatewayDrainDuration = "gatewayDrainDuration"
 	ProxyConcurrency     = "proxyConcurrency"
-	GHZImage             = "ghzImage"
 	Kubeconfig           = "kubeconfig"
 	KubeContext          = "kubeContext"
 )
@@ -30,7 +29,6 @@ const (
 	GatewayAPIVersion          = "gatewayApiVersion"
 	GatewayReplicas            = "gatewayReplicas"
 	GrafanaPassword            = "grafanaPassword"
-	GRPCBinImage               = "grpcbinImage"
 	H2dialImage                = "h2dialImage"
 	HostPort                   = "hostPort"
 	HTTPBinImage               = "httpbinImage"
@@ -39,6 +37,8 @@ const (
 	K3sImage                   = "k3sImage"
 	KubePrometheusStackVersion = "kubePrometheusStackVersion"
 	Monitoring                 = "monitoring"
+	Platform                   = "platform"
+	Profile                    = "profile"
 	RenderAllScenarios         = "renderAllScenarios"
 	RenderDir                  = "renderDir"
 	SkipAwait                  = "skipAwait"
@@ -66,11 +66,18 @@ const (
 // refused, so that a misspelt one is not ignored.
 var All = []string{
 	APIPort, BuildImages, Cluster, ClusterName, FortioImage, GatewayAdmins, GatewayAPIVersion, GatewayURL,
-	GatewayDrainDuration, GatewayReplicas, GHZImage, GrafanaPassword, GRPCBinImage,
+	GatewayDrainDuration, GatewayReplicas, GrafanaPassword,
 	H2dialImage, HostPort, HTTPBinImage, InstallUpstream, IstioVersion, JWKS, JWTKey, K3sImage,
-	Knobs, KubeContext, KubePrometheusStackVersion, Kubeconfig, Monitoring, PrometheusURL, ProxyConcurrency,
+	Knobs, KubeContext, KubePrometheusStackVersion, Kubeconfig, Monitoring, Platform, Profile, PrometheusURL, ProxyConcurrency,
 	RenderAllScenarios, RenderDir, Scenario, SkipAwait, UpstreamDir, Verify, VerifyTimeout,
 	WaypointAdmins, WaypointReplicas,
+}
+
+// Retired are keys the lab no longer reads, and what replaced them: a stack that still sets
+// one is told so rather than that the key is unknown.
+var Retired = map[string]string{
+	"ghzImage":     "the gRPC client is the lab's own, in the h2dial image (igwlab:h2dialImage): ghz publishes amd64 images only",
+	"grpcbinImage": "the gRPC backend is the lab's own, in the h2dial image (igwlab:h2dialImage): moul/grpcbin publishes amd64 images only",
 }
 
 // Full is a key with the project's namespace, as `pulumi config` and Pulumi.<stack>.yaml spell it.

@@ -32,6 +32,17 @@ type Input struct {
 	// ClientRTT is the round-trip time the target added between the clients and the gateway
 	// (the local target's --rtt); 0 where the network's own is all there is.
 	ClientRTT time.Duration
+	// Timeline is the window's samples, Step their interval; Marks the steps of the
+	// scenario's own events, Initial the gateway pods the window started with, HPA the
+	// autoscaler the pool is read against.
+	Timeline []Sample
+	Step     time.Duration
+	Marks    []Mark
+	Initial  []string
+	HPA      HPA
+	// Rotates says a knob drains connections on a schedule (count or duration rotation):
+	// its reconnects are read over time even without events.
+	Rotates bool
 }
 
 // Scenario is what the analysis needs to know of the scenario that ran.
@@ -154,6 +165,11 @@ type Result struct {
 	SendLagP99Ms float64 `json:"send_lag_p99_ms,omitempty"`
 
 	Waypoint *Tier `json:"waypoint,omitempty"`
+
+	// HPA is what the gateway's autoscaler would make of the window; OverTime what a window
+	// with events shows over time.
+	HPA      *HPABlind `json:"hpa,omitempty"`
+	OverTime *OverTime `json:"over_time,omitempty"`
 }
 
 // Analyze computes a scenario's result.
@@ -168,7 +184,7 @@ func Analyze(in Input) *Result {
 		r.Streams, r.UploadBytes = in.Scenario.Streams, in.Scenario.BodyBytes
 	}
 	deltas, restarted := deltaAll(in.Pre, in.Post)
-	if restarted {
+	if restarted && len(in.Marks) == 0 {
 		r.Disturbed = true
 		r.Faults = append(r.Faults, "a gateway pod's counters went back to zero during the window (restart)")
 	}
@@ -216,6 +232,16 @@ func Analyze(in Input) *Result {
 		}
 		w := tier(wd, in.Window)
 		r.Waypoint = &w
+	}
+	if in.Step > 0 {
+		h := in.HPA
+		if h.Sync == 0 {
+			h = DefaultHPA
+		}
+		r.HPA = hpaBlind(in.Timeline, h, in.Step)
+	}
+	if len(in.Marks) > 0 || in.Rotates {
+		r.OverTime = overTime(in.Timeline, in.Marks, in.Initial, in.Step)
 	}
 	return r
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/igwlab/igwlab/infra"
 	"github.com/igwlab/igwlab/runner/gateway/kubetest"
 	"github.com/igwlab/igwlab/runner/pulumistack"
 )
@@ -86,8 +87,9 @@ func apiServerStack(t *testing.T, pulumiBin, name string, conf map[string]string
 
 // TestAPIServerTier applies the lab's stack to a real kube-apiserver (with etcd and the
 // controller manager, started on loopback; no nodes) through the Automation API and the
-// igwlab commands: every object the program makes without Helm or k3d is accepted, a preview
-// names the knob it would change, a scenario switch updates the EnvoyFilter in place, the
+// igwlab commands: every object the program makes without Helm or k3d is accepted, the suite
+// refuses a second API server the stack's kubeconfig comes to name, a preview names the knob it
+// would change, a scenario switch updates the EnvoyFilter in place, the
 // waypoint comes and goes with its scenario, and destroy leaves nothing behind.
 func TestAPIServerTier(t *testing.T) {
 	kubeBin, pulumiBin := apiServerTools(t)
@@ -99,7 +101,11 @@ func TestAPIServerTier(t *testing.T) {
 			"example", "prometheus-operator-crd", "monitoring.coreos.com_podmonitors.yaml"))
 	const name = "igwlab-apiserver-test"
 	ctx := context.Background()
-	st, inline := apiServerStack(t, pulumiBin, name, map[string]string{"kubeconfig": cp.Kubeconfig,
+	// The stack reads its cluster from a kubeconfig file of its own, which checkTwoClusters
+	// points at a second API server for a while.
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	copyFile(t, cp.Kubeconfig, kubeconfig)
+	st, inline := apiServerStack(t, pulumiBin, name, map[string]string{"kubeconfig": kubeconfig,
 		"installUpstream": "false", "monitoring": "true"})
 	if _, err := st.Up(ctx, nil); err != nil {
 		t.Fatalf("up: %v\n%s", err, cp.Log("kube-apiserver"))
@@ -120,6 +126,18 @@ func TestAPIServerTier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The stack records the cluster it applied to, by the kube-system namespace's UID, which
+	// the runner checks against the cluster it measures (one cluster, never two).
+	ks, err := get(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", "kube-system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outs, err := st.Outputs(ctx); err != nil || outs[infra.ClusterUIDOutput] != string(ks.GetUID()) {
+		t.Errorf("stack output %s = %v (%v), want kube-system's UID %s", infra.ClusterUIDOutput, outs[infra.ClusterUIDOutput], err, ks.GetUID())
+	}
+
+	// A subtest, so that the second API server stops as soon as the check is done.
+	t.Run("one cluster, never two", func(t *testing.T) { checkTwoClusters(t, kubeBin, cp, kubeconfig, name, inline) })
 
 	cmd := func(args ...string) string {
 		t.Helper()

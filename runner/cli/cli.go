@@ -32,7 +32,7 @@ type lab struct{}
 func (lab) Commands(e *app.Env) []*cobra.Command {
 	return []*cobra.Command{flipCmd(e, "preview", "show what switching the lab stack to a scenario (or a knob) would change (pulumi preview --diff)"),
 		flipCmd(e, "up", "switch the lab stack to a scenario (or a knob override) and apply it"),
-		kubeconfigCmd(e)}
+		kubeconfigCmd(e), doctorCmd(e)}
 }
 
 func (lab) DiagnoseSource(o diagnose.KubeOptions) (diagnose.Source, error) {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/igwlab/igwlab/internal/configkey"
 	"github.com/igwlab/igwlab/runner/cli/app"
+	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/gateway/cluster"
 	"github.com/igwlab/igwlab/runner/pulumistack"
 	"github.com/igwlab/igwlab/stacks"
 )
@@ -53,6 +55,12 @@ func flip(ctx context.Context, verb string, args []string, scenario string, sets
 	if scenario != "" {
 		changes[configkey.Full(configkey.Scenario)] = scenario
 	}
+	// --kubeconfig/--context name the stack's own cluster or none yet: a preview shows, and an
+	// up applies to, the cluster they name and no other.
+	if err := cluster.StackClusterFlags(ctx, st, gateway.StackOptions{Name: sf.Name, Kubeconfig: sf.Kubeconfig, Context: sf.Context}, stderr,
+		func(k, v string) error { changes[k] = v; return nil }); err != nil {
+		return err
+	}
 	if verb == "preview" {
 		p, err := st.Preview(ctx, changes, nil)
 		if err != nil {
@@ -61,7 +69,10 @@ func flip(ctx context.Context, verb string, args []string, scenario string, sets
 		fmt.Fprint(stdout, p.Diff)
 		return nil
 	}
-	for _, k := range []string{configkey.Full(configkey.Scenario), configkey.Full(configkey.Knobs)} {
+	if err := preflight(ctx, st); err != nil {
+		return err
+	}
+	for _, k := range []string{configkey.Full(configkey.Scenario), configkey.Full(configkey.Knobs), configkey.Full(configkey.Kubeconfig), configkey.Full(configkey.KubeContext)} {
 		v, ok := changes[k]
 		switch {
 		case !ok:

@@ -35,6 +35,9 @@ func runKubeconfig(ctx context.Context, sf *app.StackFlags, out string, stdout, 
 	if err := sf.Check(); err != nil {
 		return err
 	}
+	if sf.Kubeconfig != "" || sf.Context != "" {
+		return app.Usagef("--kubeconfig/--context: kubeconfig writes the kubeconfig of the k3d cluster stack %s creates (a stack output); a cluster of your own is reached with the kubeconfig you gave the stack", sf.Name)
+	}
 	st, _, err := pulumistack.OpenFor(ctx, stackOptions(sf), "")
 	if err != nil {
 		return err

@@ -35,7 +35,27 @@ func fakeStackOpen(t *testing.T, st pulumistack.Stack) *int {
 		return st, nil
 	}
 	t.Cleanup(func() { pulumistack.Opener = prev })
+	// A fake stack is no machine to check: up's doctor passes (TestUpRunsTheDoctorFirst fails it).
+	prevPreflight := preflight
+	preflight = func(context.Context, pulumistack.Stack) error { return nil }
+	t.Cleanup(func() { preflight = prevPreflight })
 	return opened
+}
+
+// up runs the doctor before it writes or applies anything, and stops on what it finds.
+func TestUpRunsTheDoctorFirst(t *testing.T) {
+	st := &gatewaytest.Stack{KubeRef: gatewaytest.NewKube(1, 1), Config: map[string]string{"igwlab:scenario": "02-trigger"}}
+	fakeStackOpen(t, st)
+	preflight = func(context.Context, pulumistack.Stack) error {
+		return errors.New("the machine is not ready for the real lab (igwlab doctor):\n  cpu: 2 CPUs (fix: give the Docker VM at least 4 CPUs)")
+	}
+	var out, errb bytes.Buffer
+	if code := Main(context.Background(), []string{"up", "--scenario", "04-mrpc"}, &out, &errb); code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	if !strings.Contains(errb.String(), "at least 4 CPUs") || len(st.Ups) != 0 || st.Config["igwlab:scenario"] != "02-trigger" {
+		t.Errorf("stderr %q, ups %v, config %v: up must stop before it writes or applies", errb.String(), st.Ups, st.Config)
+	}
 }
 
 // TestLabCommandsFailFastWhileTheStackIsHeld: while a suite holds the stack (its lock, taken
@@ -177,7 +197,7 @@ func TestKubeconfigCommand(t *testing.T) {
 	}
 }
 
-// TestREADMEStatesTheRealLabSuiteTime: the README's time for a full real-lab suite is what
+// TestREADMEStatesTheRealLabSuiteTime: docs/real-lab.md's time for a full real-lab suite is what
 // `igwlab scenarios --target k3d` adds up from the catalog and Pulumi.lab.yaml, so neither a
 // new scenario nor a new drain time can leave it stale; the 45 s comparison is checked too.
 func TestREADMEStatesTheRealLabSuiteTime(t *testing.T) {
@@ -190,7 +210,7 @@ func TestREADMEStatesTheRealLabSuiteTime(t *testing.T) {
 		t.Fatalf("no total (with the drain time read from Pulumi.lab.yaml) in:\n%s", out.String())
 	}
 	root, _ := infra.RepoRoot()
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(root, "docs", "real-lab.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,6 +224,6 @@ func TestREADMEStatesTheRealLabSuiteTime(t *testing.T) {
 		}
 	}
 	if len(missing) > 0 {
-		t.Errorf("README.md does not say %s; igwlab scenarios --target k3d says:\n%s", strings.Join(missing, ", "), out.String())
+		t.Errorf("docs/real-lab.md does not say %s; igwlab scenarios --target k3d says:\n%s", strings.Join(missing, ", "), out.String())
 	}
 }

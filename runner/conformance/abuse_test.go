@@ -13,7 +13,7 @@ import (
 )
 
 // The hostile clients of the conformance tier, against the real `igwlab serve`: h2spec's
-// stream-concurrency case at Envoy's default cap, and h2load opening 200000 streams on one
+// stream-concurrency case at Envoy's default cap, and h2load keeping 20000 streams open on one
 // connection and being killed. Neither may make the pool hold more than a pod's memory limit,
 // keep a worker busy for a connection that is gone, or stop Ctrl-C from working.
 
@@ -47,7 +47,8 @@ func workerBusy(c map[string]int64) map[string]int64 {
 	return out
 }
 
-// checkIdle fails when a worker works, or a connection or stream is open, over half a second.
+// checkIdle fails when a worker works, or a connection or stream is open or memory held, over
+// half a second.
 func checkIdle(t *testing.T, admin string) map[string]int64 {
 	t.Helper()
 	before := counters(t, admin)
@@ -58,7 +59,9 @@ func checkIdle(t *testing.T, admin string) map[string]int64 {
 			t.Errorf("%s moved %s with no client connected", k, time.Duration(d))
 		}
 	}
-	for _, g := range []string{"downstream_cx_active", "downstream_rq_active"} {
+	// server.memory_allocated is what the pod holds against its limit: nothing, once its
+	// connections are gone (a stream nothing ended would hold its share for good).
+	for _, g := range []string{"downstream_cx_active", "downstream_rq_active", "server.memory_allocated"} {
 		if after[g] != 0 {
 			t.Errorf("%s = %d with no client connected", g, after[g])
 		}
@@ -87,12 +90,21 @@ func stop(t *testing.T, s *Serve) {
 	}
 }
 
+// oomWithin bounds the time to the OOM kill in TestStreamLimitAtTheDefaultCap.
+const oomWithin = 15 * time.Second
+
 // h2spec 5.1.2 at Envoy's default cap (2147483647) opens stream after stream and never reads.
 // Envoy holds every stream (each waits for a window of 0 with its response body) until the
 // gateway container passes its memory limit and the kernel kills it: no Envoy counter moves,
-// the pod restarts, and the run records the OOM kill. The pool must get there within 10 s while
-// holding less than a pod's limit of real memory, leave no worker busy a second later, and
-// stop on SIGINT within 2 s although h2spec goes on writing into its dead socket.
+// the pod restarts, and the run records the OOM kill. How soon is set by the worker: its first
+// dispatch takes the few streams of the first read (400 µs each at the default model), its
+// second the 1 MiB the connection's buffer holds by then (about 43,000 streams, 730 MiB), and
+// the rest of the limit fills as the worker answers them (a 16 KiB body and its headers each,
+// unsent behind the zero window): about 8 s; 5 to 12 s measured on two cores, later when
+// h2spec writes more slowly than the first dispatch lasts. The pool must get there within
+// oomWithin while holding less than a pod's limit of real memory, leave no worker busy a
+// second later, and stop on SIGINT within 2 s although h2spec goes on writing into its dead
+// socket.
 func TestStreamLimitAtTheDefaultCap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the conformance tier")
@@ -133,8 +145,8 @@ func TestStreamLimitAtTheDefaultCap(t *testing.T) {
 			}
 			t.Logf("OOM kill seen %s after h2spec started, resident memory at most %d MiB: %s",
 				killed.Sub(start).Round(time.Millisecond), peak>>20, oomLine(s.Disruptions()))
-			if d := killed.Sub(start); d > 10*time.Second {
-				t.Errorf("the pod was OOM-killed %s after h2spec started, want within 10 s", d.Round(time.Millisecond))
+			if d := killed.Sub(start); d > oomWithin {
+				t.Errorf("the pod was OOM-killed %s after h2spec started, want within %s", d.Round(time.Millisecond), oomWithin)
 			}
 			if peak >= podMemoryLimit {
 				t.Errorf("the pool held %d MiB resident, a pod's limit is %d MiB", peak>>20, podMemoryLimit>>20)
@@ -167,7 +179,7 @@ func checkDisruptionsFile(t *testing.T, out string, start time.Time) {
 	}
 	for _, d := range ds {
 		if d.Kind == "oom-killed" {
-			if !strings.Contains(d.Detail, "OOMKilled") || d.Time.Sub(start) > 10*time.Second {
+			if !strings.Contains(d.Detail, "OOMKilled") || d.Time.Sub(start) > oomWithin {
 				t.Errorf("%s: %s at %s after the client started", files[0], d.Detail, d.Time.Sub(start))
 			}
 			return
@@ -176,9 +188,12 @@ func checkDisruptionsFile(t *testing.T, out string, start time.Time) {
 	t.Errorf("%s records no OOM kill: %s", files[0], b)
 }
 
-// h2load with 200000 streams on one connection, killed after 10 s: a second later no worker
-// works for it, and every stream it left unanswered is counted as reset
-// (ConnectionManagerImpl::onEvent -> resetAllStreams: downstream_rq_rx_reset).
+// h2load keeping 20000 streams open on one connection, killed after 10 s: a second later no
+// worker works for it, and every stream it left unanswered is counted as reset
+// (ConnectionManagerImpl::onEvent -> resetAllStreams: downstream_rq_rx_reset). 20000 streams
+// hold about a third of a pod's limit; some 60000 (1024Mi at the emulator's 16 KiB a stream and
+// the headers it saves) would get the pod OOM-killed within seconds, which is the case
+// TestStreamLimitAtTheDefaultCap holds, not this one.
 func TestKilledClientCostsNothingMore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the conformance tier")
@@ -199,7 +214,7 @@ func TestKilledClientCostsNothingMore(t *testing.T) {
 			_, _ = s.Stop()
 		}
 	}()
-	cmd := exec.Command(h2load, "-c", "1", "-m", "200000", "-D", "60", "http://"+s.VIP+"/get")
+	cmd := exec.Command(h2load, "-c", "1", "-m", "20000", "-D", "60", "http://"+s.VIP+"/get")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -42,26 +42,28 @@ type Report struct {
 	HotPart float64  `json:"hot_pod_share,omitempty"` // the hot pod's share of the requests
 
 	// Connections seen in the window (open at its start, or opened in it): what was placed.
-	Connections       float64           `json:"connections"`
-	ConnectionsOpened float64           `json:"connections_opened"`
-	ConnectionsActive float64           `json:"connections_active"`
-	CVConnections     float64           `json:"cv_connections"`
-	Chance            *analysis.Band    `json:"chance,omitempty"`
-	ChanceVerdict     string            `json:"chance_verdict,omitempty"`
-	Requests          float64           `json:"requests"`
-	CVRequests        float64           `json:"cv_requests"`
-	RequestsPerConn   float64           `json:"requests_per_connection"`
-	StreamsPerConn    float64           `json:"active_streams_per_connection"`
-	OlderThanWindow   float64           `json:"connections_older_than_window"`
-	ClosedLifetimeP50 float64           `json:"closed_connection_lifetime_p50_ms,omitempty"`
-	ClosedLifetimeP99 float64           `json:"closed_connection_lifetime_p99_ms,omitempty"`
-	Rotation          Rotation          `json:"rotation"`
-	Busy              []string          `json:"busy"`
-	Client            string            `json:"client"`
-	Lever             *Lever            `json:"lever,omitempty"`
-	Notes             []string          `json:"notes,omitempty"`
-	InForce           *InForce          `json:"in_force,omitempty"`
-	Names             map[string]string `json:"names"`
+	Connections       float64        `json:"connections"`
+	ConnectionsOpened float64        `json:"connections_opened"`
+	ConnectionsActive float64        `json:"connections_active"`
+	CVConnections     float64        `json:"cv_connections"`
+	Chance            *analysis.Band `json:"chance,omitempty"`
+	ChanceVerdict     string         `json:"chance_verdict,omitempty"`
+	Requests          float64        `json:"requests"`
+	CVRequests        float64        `json:"cv_requests"`
+	RequestsPerConn   float64        `json:"requests_per_connection"`
+	StreamsPerConn    float64        `json:"active_streams_per_connection"`
+	OlderThanWindow   float64        `json:"connections_older_than_window"`
+	ClosedLifetimeP50 float64        `json:"closed_connection_lifetime_p50_ms,omitempty"`
+	ClosedLifetimeP99 float64        `json:"closed_connection_lifetime_p99_ms,omitempty"`
+	Rotation          Rotation       `json:"rotation"`
+	Busy              []string       `json:"busy"`
+	Client            string         `json:"client"`
+	Lever             *Lever         `json:"lever,omitempty"`
+	Notes             []string       `json:"notes,omitempty"`
+	// Young are pods much younger than the oldest that carry far less than their share.
+	Young   []YoungPod        `json:"young_pods,omitempty"`
+	InForce *InForce          `json:"in_force,omitempty"`
+	Names   map[string]string `json:"names"`
 }
 
 // PodRow is one pod's share of the window.
@@ -159,6 +161,7 @@ func Judge(w *Window) *Report {
 	default:
 		r.Verdict = AsChance
 	}
+	r.Young = youngPods(w, r)
 	r.Summary = summaryText(r, n)
 	r.Client = clientText(r, w)
 	r.Lever = chooseLever(r, w, placedBeyond)

@@ -38,6 +38,9 @@ func WriteText(w io.Writer, r *Report) {
 		fmt.Fprintf(w, "             connections that closed had lived p50 %s, p99 %s (downstream_cx_length_ms)\n", ms(r.ClosedLifetimeP50), ms(r.ClosedLifetimeP99))
 	}
 	fmt.Fprintf(w, "rotation     %s\n", r.Rotation.Text)
+	for _, y := range r.Young {
+		fmt.Fprintf(w, "young pod    %s\n", y.Text)
+	}
 	for _, b := range r.Busy {
 		fmt.Fprintf(w, "busy         %s\n", b)
 	}

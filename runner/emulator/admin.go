@@ -44,7 +44,10 @@ func (p *Pod) startAdmin(port int) error {
 		fmt.Fprintln(w, "OK")
 	})
 	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
-		if !p.Up() {
+		p.mu.Lock()
+		draining := !p.up || p.terminating
+		p.mu.Unlock()
+		if draining {
 			http.Error(w, "DRAINING", http.StatusServiceUnavailable)
 			return
 		}

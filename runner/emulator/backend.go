@@ -9,16 +9,14 @@ import (
 
 	"github.com/mccutchen/go-httpbin/v2/httpbin"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	testpb "google.golang.org/grpc/interop/grpc_testing"
-	"google.golang.org/grpc/reflection"
+
+	"github.com/igwlab/igwlab/grpclab"
 )
 
 // Backends are the lab's upstreams on loopback: go-httpbin (the same library the lab's
 // httpbin image runs) over HTTP/1.1, in as many replicas as the lab runs, each on its own
-// "node" behind that node's ztunnel, and a gRPC server with server reflection standing in for
-// grpcbin (grpc.testing.TestService, so grpcurl and ghz can call it by name).
+// "node" behind that node's ztunnel, and the lab's gRPC backend (grpclab, the server its
+// grpcbin Deployment runs).
 type Backends struct {
 	HTTPBin  []string // host:port of each replica
 	GRPC     string   // host:port
@@ -59,10 +57,7 @@ func StartBackends(replicas int) (*Backends, error) {
 		return nil, err
 	}
 	b.GRPC = gl.Addr().String()
-	b.grpcSrv = grpc.NewServer()
-	testpb.RegisterTestServiceServer(b.grpcSrv, testService{})
-	healthpb.RegisterHealthServer(b.grpcSrv, health.NewServer())
-	reflection.Register(b.grpcSrv)
+	b.grpcSrv = grpclab.NewServer()
 	go func() { _ = b.grpcSrv.Serve(gl) }()
 	return b, nil
 }
@@ -80,18 +75,4 @@ func (b *Backends) Close() {
 	if b.grpcSrv != nil {
 		b.grpcSrv.Stop()
 	}
-}
-
-// testService answers UnaryCall with a payload of the requested size.
-type testService struct {
-	testpb.UnimplementedTestServiceServer
-}
-
-func (testService) EmptyCall(context.Context, *testpb.Empty) (*testpb.Empty, error) {
-	return &testpb.Empty{}, nil
-}
-
-func (testService) UnaryCall(_ context.Context, in *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
-	size := min(int(in.GetResponseSize()), 4<<20)
-	return &testpb.SimpleResponse{Payload: &testpb.Payload{Body: make([]byte, size)}}, nil
 }

@@ -101,7 +101,7 @@ func (b *Balancer) accept() {
 func (b *Balancer) pick(client net.Addr) *Pod {
 	var ready []*Pod
 	for _, p := range b.pods() {
-		if p.Up() {
+		if p.Serving() {
 			ready = append(ready, p)
 		}
 	}

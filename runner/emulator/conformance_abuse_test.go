@@ -277,14 +277,7 @@ func TestInvalidRequestHeader(t *testing.T) {
 			if tc.closes {
 				rc.closedWithout(3*time.Second, http2.FrameGoAway, http2.FrameRSTStream, http2.FrameHeaders)
 			} else {
-				frames, err := rc.read(2*time.Second, func(f frameInfo) bool { return f.typ == http2.FrameRSTStream })
-				if err != nil || frames[len(frames)-1].code != http2.ErrCodeProtocol {
-					t.Fatalf("want RST_STREAM(1, PROTOCOL_ERROR): %v %+v", err, frames)
-				}
-				rc.headers(3, "GET", "/get", true)
-				if _, err := rc.read(2*time.Second, func(f frameInfo) bool { return f.stream == 3 && f.end }); err != nil {
-					t.Fatalf("the connection did not outlive the stream error: %v", err)
-				}
+				rc.resetThenServes(http2.ErrCodeProtocol)
 			}
 			checkStats(t, pod, map[string]int64{"http2.rx_messaging_error": 1,
 				hcmName(pod, "downstream_cx_protocol_error"): tc.protoErr})
@@ -324,15 +317,21 @@ func TestRequestHeadersOverflow(t *testing.T) {
 					rest = rest[n:]
 				}
 			})
-			frames, err := rc.read(2*time.Second, func(f frameInfo) bool { return f.typ == http2.FrameRSTStream })
-			if err != nil || frames[len(frames)-1].code != http2.ErrCodeInternal {
-				t.Fatalf("want RST_STREAM(1, INTERNAL_ERROR): %v %+v", err, frames)
-			}
-			rc.headers(3, "GET", "/get", true)
-			if _, err := rc.read(2*time.Second, func(f frameInfo) bool { return f.stream == 3 && f.end }); err != nil {
-				t.Fatalf("the connection did not outlive the reset: %v", err)
-			}
+			rc.resetThenServes(http2.ErrCodeInternal)
 			checkStats(t, pod, map[string]int64{"http2.header_overflow": 1, hcmName(pod, "downstream_cx_protocol_error"): 0})
 		})
+	}
+}
+
+// resetThenServes expects stream 1 reset with code, and the connection to serve stream 3 after.
+func (rc *rawClient) resetThenServes(code http2.ErrCode) {
+	rc.t.Helper()
+	frames, err := rc.read(2*time.Second, func(f frameInfo) bool { return f.typ == http2.FrameRSTStream })
+	if err != nil || frames[len(frames)-1].code != code {
+		rc.t.Fatalf("want RST_STREAM(1, %v): %v %+v", code, err, frames)
+	}
+	rc.headers(3, "GET", "/get", true)
+	if _, err := rc.read(2*time.Second, func(f frameInfo) bool { return f.stream == 3 && f.end }); err != nil {
+		rc.t.Fatalf("the connection did not outlive the reset: %v", err)
 	}
 }

@@ -25,8 +25,9 @@ func (p *Pool) KillPod(i int) error {
 	return nil
 }
 
-// RestartPod brings a killed pod back as a restarted container: same name, same addresses, a
-// fresh process whose counters start from zero and whose listeners run the current setup.
+// RestartPod brings a killed pod back as a restarted container: same name, same addresses
+// (unless another socket took a port meanwhile), a fresh process whose counters start from
+// zero and whose listeners run the current setup.
 func (p *Pool) RestartPod(i int) error {
 	pod, err := p.gatewayPod(i)
 	if err != nil {
@@ -35,17 +36,7 @@ func (p *Pool) RestartPod(i int) error {
 	if pod.Up() {
 		return fmt.Errorf("pod %s is up; kill it first", pod.Name)
 	}
-	p.mu.Lock()
-	cfg := p.listenerConfig(p.setup, p.generation)
-	p.mu.Unlock()
-	pod.mu.Lock()
-	port, adminPort := pod.port, pod.adminPort
-	pod.mu.Unlock()
-	pod.build(cfg)
-	if err := pod.listen(port); err != nil {
-		return err
-	}
-	if err := pod.startAdmin(adminPort); err != nil {
+	if err := p.startPod(pod, 0, false); err != nil {
 		return err
 	}
 	p.event("restart", pod.Name, "counters start from zero")

@@ -62,11 +62,9 @@ type serverConn struct {
 	pc   protocolConstraints
 	// prefaced is closed once the server's SETTINGS is written: a response never overtakes it.
 	prefaced chan struct{}
-	// gate is the current dispatch's (the dispatcher's own): closed once the frames the
-	// dispatch queued are written. A stream made in a dispatch answers only after that, as on
-	// Envoy's worker, where the dispatch ends (sendPendingFrames) before any upstream reply is
-	// read.
-	gate chan struct{}
+	// pendingFlush is the current dispatch's (the dispatcher's own): what its streams flush
+	// before their responses (dispatchFlush).
+	pendingFlush *dispatchFlush
 
 	// Stream and flow-control state, under mu; cond wakes writers waiting for window, for the
 	// write buffer to drain or for a stream's send buffer to empty.

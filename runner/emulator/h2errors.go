@@ -1,6 +1,8 @@
 package emulator
 
 import (
+	"context"
+	"sync"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -99,12 +101,13 @@ func (sc *serverConn) failFlood(counter *Stat) {
 // endDispatch schedules what the dispatch queued for when the worker has done its work.
 func (sc *serverConn) endDispatch() {
 	s := &sc.sess
-	gate := sc.gate
-	sc.gate = nil
+	df := sc.pendingFlush
+	sc.pendingFlush = nil
+	if df == nil {
+		df = newDispatchFlush()
+	}
 	if s.closeScheduled || len(s.queue) == 0 && !s.latched {
-		if gate != nil {
-			close(gate) // nothing queued for the streams to wait for
-		}
+		df.ready(nil, false) // nothing queued for the streams to go behind
 		return
 	}
 	q, fatal, flood := s.queue, s.fatal, s.flood
@@ -116,13 +119,52 @@ func (sc *serverConn) endDispatch() {
 	if closing {
 		s.closeScheduled = true
 	}
+	df.ready(func() { sc.flushDispatch(q, closing, fatal, flood) }, !closing)
 	b := sc.book(0)
-	sc.order.push(orderItem{b: b, end: func() {
-		sc.flushDispatch(q, closing, fatal, flood)
-		if gate != nil {
-			close(gate)
+	sc.order.push(orderItem{b: b, end: df.run})
+}
+
+// dispatchFlush is the writing of what one dispatch queued. Envoy sends it as the dispatch
+// ends, and the responses of the dispatch's streams come later (the upstream replies are read
+// after it), so they can never overtake it. The emulator writes it when the worker has done
+// the dispatch's work, or earlier if one of its streams has a response first: the order on the
+// wire is Envoy's, and no response waits for work queued behind its own. A dispatch that ends
+// the connection is written only in the worker's order.
+type dispatchFlush struct {
+	queued chan struct{} // closed once the dispatch has ended and flush is set
+	once   sync.Once
+	flush  func()
+	early  bool // a response may write it first
+}
+
+func newDispatchFlush() *dispatchFlush { return &dispatchFlush{queued: make(chan struct{})} }
+
+// ready is the dispatch's end: what it queued, if anything, and whether a response may write it.
+func (d *dispatchFlush) ready(flush func(), early bool) {
+	d.flush, d.early = flush, early
+	close(d.queued)
+}
+
+func (d *dispatchFlush) run() {
+	d.once.Do(func() {
+		if d.flush != nil {
+			d.flush()
 		}
-	}})
+	})
+}
+
+// before is called by a response of the dispatch's streams before it writes: it waits for the
+// dispatch to have ended (decoding a read takes the dispatcher moments), then writes its frames.
+func (d *dispatchFlush) before(ctx context.Context) error {
+	select {
+	case <-d.queued:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	if d.early {
+		d.run()
+	}
+	return nil
 }
 
 // nghttp2Order is the order nghttp2 sends what a dispatch queued: SETTINGS (its own and

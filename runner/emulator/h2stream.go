@@ -6,8 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,8 +28,8 @@ type stream struct {
 	// atLimit: this request reaches max_requests_per_connection; the worker counts it and
 	// starts the connection's drain when it takes the request up (hcm.begin).
 	atLimit bool
-	work    Booking       // the worker's work on the request's HEADERS and filters
-	gate    chan struct{} // closed once the dispatch that made the stream has flushed
+	work    Booking        // the worker's work on the request's HEADERS and filters
+	flush   *dispatchFlush // the frames of the dispatch that made the stream, which go first
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	// envoy: Envoy's stream exists (made as the header block starts); state says how far the
@@ -229,201 +227,13 @@ func (st *stream) abort(err error) {
 var hopByHop = map[string]bool{"connection": true, "keep-alive": true, "proxy-connection": true,
 	"transfer-encoding": true, "upgrade": true, "te": true, "trailer": true}
 
-// writeHeader sends the response headers. This is where Envoy's connection manager asks its
-// listener's drain decision whether to close the connection (encodeHeaders): on a draining
-// listener the response goes out behind a GOAWAY shutdown notice.
-func (st *stream) writeHeader(status int, h http.Header, end bool) error {
-	if st.ctx.Err() != nil {
-		return context.Cause(st.ctx)
-	}
-	sc := st.sc
-	select {
-	case <-sc.prefaced:
-	case <-st.ctx.Done():
-		return context.Cause(st.ctx)
-	}
-	if st.gate != nil {
-		select {
-		case <-st.gate:
-		case <-st.ctx.Done():
-			return context.Cause(st.ctx)
-		}
-	}
-	if sc.listenerDraining.Load() {
-		sc.drainForListener()
-	}
-	st.touch()
-	sc.mu.Lock() // mu before wmu: the stream is closed as its last frame is encoded
-	defer sc.mu.Unlock()
-	sc.wmu.Lock()
-	if sc.refusing() || st.reset_ {
-		sc.wmu.Unlock()
-		return st.gone()
-	}
-	st.wroteHeader, st.status = true, status
-	sc.h.chargeStats(status)
-	sc.hbuf.Reset()
-	_ = sc.henc.WriteField(hpack.HeaderField{Name: ":status", Value: strconv.Itoa(status)})
-	encodeHeader(sc.henc, h)
-	err := st.writeBlock(sc.hbuf.Bytes(), end)
-	if end {
-		sc.endLocalLocked(st)
-	}
-	sc.flush()
-	sc.wmu.Unlock()
-	sc.afterWrite()
-	return err
-}
-
-// refusing reports that the session takes no more frames: its connection is closing, or an
-// error GOAWAY is queued (wmu held).
-func (sc *serverConn) refusing() bool { return sc.wclosed || sc.goingAway.Load() }
-
-func encodeHeader(enc *hpack.Encoder, h http.Header) {
-	for k, vs := range h {
-		lk := strings.ToLower(k)
-		if hopByHop[lk] {
-			continue
-		}
-		for _, v := range vs {
-			_ = enc.WriteField(hpack.HeaderField{Name: lk, Value: v})
-		}
-	}
-}
-
-// writeBlock writes a header block as HEADERS plus CONTINUATION frames (wmu held).
-func (st *stream) writeBlock(block []byte, end bool) error {
-	max := int(st.sc.peerMaxFrame.Load())
-	first := true
-	for first || len(block) > 0 {
-		chunk := block
-		if len(chunk) > max {
-			chunk = chunk[:max]
-		}
-		block = block[len(chunk):]
-		var err error
-		if first {
-			err = st.sc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: st.id, BlockFragment: chunk,
-				EndStream: end, EndHeaders: len(block) == 0})
-			first = false
-		} else {
-			err = st.sc.fr.WriteContinuation(st.id, len(block) == 0, chunk)
-		}
-		st.sc.counted(false, false)
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// writeData queues body bytes on the stream's send buffer, which drains as the client's
-// windows allow. Like Envoy's router it stops reading the upstream (the caller waits here)
-// while the connection's write buffer is over its high watermark, or the stream's send buffer
-// is over the per-stream limit, until they are below half. With end, the stream ends once the
-// buffer has gone out; the caller does not wait for that. It reports whether it had to pause.
-func (st *stream) writeData(p []byte, end bool) (paused bool, err error) {
-	sc := st.sc
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if sc.queued.Load() > sc.cfg.highWatermark() {
-		paused = true
-		for sc.queued.Load() > sc.cfg.lowWatermark() && !sc.closing && st.ctx.Err() == nil {
-			sc.cond.Wait()
-		}
-	}
-	if sc.closing || st.ctx.Err() != nil || st.reset_ {
-		return paused, st.gone()
-	}
-	st.pendingWrite(p)
-	st.endPending = st.endPending || end
-	sc.flushStreamLocked(st)
-	limit := sc.cfg.streamBufferLimit()
-	if int64(st.pending.Len()) > limit {
-		paused = true
-		for int64(st.pending.Len()) > limit/2 && !sc.closing && st.ctx.Err() == nil {
-			sc.cond.Wait()
-		}
-	}
-	if sc.closing || st.ctx.Err() != nil {
-		return paused, st.gone()
-	}
-	return paused, nil
-}
-
-// pendingWrite and pendingNext keep the stream's send buffer and its share of the pod's
-// memory (in Envoy's buffer slices) in step (sc.mu held).
-func (st *stream) pendingWrite(p []byte) {
-	before := st.pending.Len()
-	st.pending.Write(p)
-	st.sc.h.pod.mem.add(sliced(st.pending.Len()) - sliced(before))
-}
-
-func (st *stream) pendingNext(n int) []byte {
-	before := st.pending.Len()
-	b := st.pending.Next(n)
-	st.sc.h.pod.mem.add(sliced(st.pending.Len()) - sliced(before))
-	return b
-}
-
-func (st *stream) pendingDrop() {
-	st.sc.h.pod.mem.add(-sliced(st.pending.Len()))
-	st.pending.Reset()
-}
-
-// gone is why a stream can send no more.
-func (st *stream) gone() error {
-	if err := context.Cause(st.ctx); err != nil {
-		return err
-	}
-	return errors.New("connection closed")
-}
-
-// writeTrailers ends the stream with trailers, after the buffered body has gone out.
-func (st *stream) writeTrailers(h http.Header) error {
-	sc := st.sc
-	sc.mu.Lock()
-	for st.pending.Len() > 0 && !sc.closing && st.ctx.Err() == nil {
-		sc.cond.Wait()
-	}
-	if sc.closing || st.ctx.Err() != nil || st.reset_ {
-		sc.mu.Unlock()
-		return st.gone()
-	}
-	sc.wmu.Lock()
-	if sc.refusing() {
-		sc.wmu.Unlock()
-		sc.mu.Unlock()
-		return st.gone()
-	}
-	sc.hbuf.Reset()
-	encodeHeader(sc.henc, h)
-	err := st.writeBlock(sc.hbuf.Bytes(), true)
-	sc.endLocalLocked(st)
-	sc.flush()
-	sc.wmu.Unlock()
-	sc.mu.Unlock()
-	sc.afterWrite()
-	return err
-}
-
-// respond sends a complete small response.
-func (st *stream) respond(status int, body string) error {
-	h := http.Header{"Content-Type": {"text/plain"}, "Content-Length": {strconv.Itoa(len(body))}}
-	if body == "" {
-		return st.writeHeader(status, h, true)
-	}
-	if err := st.writeHeader(status, h, false); err != nil {
-		return err
-	}
-	_, err := st.writeData([]byte(body), true)
-	return err
-}
-
 // reset sends RST_STREAM from outside a dispatch (a handler giving up, a timer) and drops
 // whatever the stream still had to send.
 func (st *stream) reset(code http2.ErrCode) {
 	sc := st.sc
+	if st.flush != nil {
+		_ = st.flush.before(sc.ctx)
+	}
 	select {
 	case <-sc.prefaced:
 	case <-sc.ctx.Done():
@@ -458,9 +268,16 @@ func (st *stream) handlerDone() {
 	sc.mu.Lock()
 	// A connection whose session failed is going down as a whole: its streams are reset with it.
 	ending := st.ended || st.endPending || st.reset_ || sc.closing || sc.goingAway.Load()
+	unended := sc.closing && !st.ended
 	sc.mu.Unlock()
 	if !ending && sc.ctx.Err() == nil {
 		st.reset(http2.ErrCodeInternal)
+	}
+	if unended {
+		// The connection closed before the response ended (its headers may have failed to go
+		// out): Envoy's resetAllStreams resets the stream with the rest, and counts it once,
+		// whether its pass here comes first or this one does.
+		sc.streamReset(st, errConnClosed)
 	}
 	st.bmu.Lock()
 	idle := st.idle

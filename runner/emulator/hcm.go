@@ -123,14 +123,11 @@ func (sc *serverConn) countCodec(h2 bool) {
 // and in downstream_cx_destroy_active_rq. A close from outside the connection manager (a
 // drained listener, the codec's flood callback) is counted under the remote side's
 // active-request counter, a misattribution Envoy's source notes.
+//
+// The destroy counters move before the active gauges fall, as in Envoy (doConnectionClose
+// counts, the connection's destructor lowers downstream_cx_active later), so whoever sees no
+// connection active sees how the last one ended.
 func (h *hcm) connClosed(sc *serverConn, local bool, rqSide int, _ string) {
-	for _, s := range []*Stat{h.cxActive, h.lCxActive, sc.w.cxActive} {
-		s.Dec()
-	}
-	if sc.codecActive != nil {
-		sc.codecActive.Dec()
-	}
-	sc.w.active.Add(-1)
 	h.cxDestroy.Inc()
 	if local {
 		h.cxDestroyLocal.Inc()
@@ -150,23 +147,37 @@ func (h *hcm) connClosed(sc *serverConn, local bool, rqSide int, _ string) {
 	h.lCxLength.Observe(ms)
 	h.pod.mem.add(-connMemory)
 	h.pod.forget(sc)
+	for _, s := range []*Stat{h.cxActive, h.lCxActive, sc.w.cxActive} {
+		s.Dec()
+	}
+	if sc.codecActive != nil {
+		sc.codecActive.Dec()
+	}
+	sc.w.active.Add(-1)
 }
 
 // beginStream is ServerConnectionImpl::onBeginHeaders -> ConnectionManagerImpl::newStream for
-// a new stream: Envoy's stream exists (and is counted) from its header block's first byte.
-func (h *hcm) beginStream(st *stream) {
+// a new stream: Envoy's stream exists (and is counted) from its header block's first byte. It
+// reports false, counting nothing, when the connection closed (and reset its streams) since the
+// session made the stream: resetAllStreams has passed it by, so nothing would end it.
+func (h *hcm) beginStream(st *stream) bool {
+	sc := st.sc
+	sc.mu.Lock()
+	if sc.closing || st.reset_ {
+		sc.mu.Unlock()
+		return false
+	}
 	st.envoy = true
 	h.rqTotal.Inc()
 	h.rqHTTP2.Inc()
 	h.rqActive.Inc()
-	h.pod.mem.add(h.pod.pool.cfg.streamMemory())
-	sc := st.sc
-	sc.mu.Lock()
 	sc.requests++
 	reqs := sc.requests
 	sc.atCap = h.pod.pool.obs.streams(int64(sc.open), int64(sc.cfg.maxConcurrentStreams), sc.atCap)
 	sc.mu.Unlock()
+	h.pod.mem.add(h.pod.pool.cfg.streamMemory())
 	st.atLimit = sc.cfg.maxRequestsPerConn > 0 && reqs >= uint64(sc.cfg.maxRequestsPerConn)
+	return true
 }
 
 // decodeHeaders is the request's headers reaching the connection manager: the worker's work on
@@ -177,10 +188,19 @@ func (h *hcm) decodeHeaders(st *stream) {
 	st.dispatched = true
 	st.startIdleTimer()
 	st.work = sc.book(h.requestCost(sc))
-	if sc.gate == nil {
-		sc.gate = make(chan struct{})
+	sc.mu.Lock()
+	closing := sc.closing
+	sc.mu.Unlock()
+	if closing {
+		// The connection closed under the dispatch, maybe after dropping its work: drop this
+		// too (close marks closing before it drops), and the reset has ended the stream.
+		sc.w.Drop(sc)
+		return
 	}
-	st.gate = sc.gate
+	if sc.pendingFlush == nil {
+		sc.pendingFlush = newDispatchFlush()
+	}
+	st.flush = sc.pendingFlush
 	sc.order.push(orderItem{b: st.work, start: h.begin(st), end: func() {
 		if st.state.CompareAndSwap(streamQueued, streamHandled) {
 			go h.handle(st)

@@ -134,10 +134,7 @@ func (p *Pool) oomKill(pod *Pod, used int64) {
 // openStreams counts the streams the pod's connections hold.
 func (p *Pod) openStreams() int {
 	p.mu.Lock()
-	conns := make([]*serverConn, 0, len(p.conns))
-	for sc := range p.conns {
-		conns = append(conns, sc)
-	}
+	conns := p.connsLocked()
 	p.mu.Unlock()
 	n := 0
 	for _, sc := range conns {
@@ -158,9 +155,10 @@ func (st *stream) release() {
 	m.add(-int64(body))
 	st.sc.mu.Lock()
 	st.pendingDrop()
+	headers := st.headerBytes
 	st.sc.mu.Unlock()
 	if st.envoy {
-		m.add(-st.sc.h.pod.pool.cfg.streamMemory() - st.headerBytes)
+		m.add(-st.sc.h.pod.pool.cfg.streamMemory() - headers)
 	}
 }
 

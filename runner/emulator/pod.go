@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,14 +46,17 @@ type Pod struct {
 	cfg      atomic.Pointer[listenerConfig]
 	started  time.Time
 
-	mu        sync.Mutex
-	lns       []net.Listener
-	port      int
-	conns     map[*serverConn]struct{}
-	up        bool
-	admin     *adminServer
-	adminPort int
-	rng       *rand.Rand
+	mu          sync.Mutex
+	lns         []net.Listener
+	port        int
+	conns       map[*serverConn]struct{}
+	up          bool
+	ready       bool // in the Service's endpoints (its readiness probe passed)
+	terminating bool // SIGTERM received: draining, out of the endpoints
+	absent      bool // no pod in this slot (scaled in, or replaced by a rollout)
+	admin       *adminServer
+	adminPort   int
+	rng         *rand.Rand
 
 	listenerModified, listenerInPlace, concurrency, live *Stat
 	listenersDraining, filterChainsDraining              *Stat
@@ -130,6 +135,10 @@ func (p *Pod) build(cfg *listenerConfig) {
 	p.live = plainStat(p.store, Gauge, "server.live")
 	alloc := plainStat(p.store, Gauge, "server.memory_allocated")
 	alloc.read = p.mem.Used
+	// server.uptime: seconds since this Envoy started (ServerImpl::flushStats sets it), so a
+	// dashboard tells a young pod from an old one.
+	started := time.Now()
+	plainStat(p.store, Gauge, "server.uptime").read = func() int64 { return int64(time.Since(started) / time.Second) }
 	if pl.tls != nil && p.role == roleGateway {
 		p.sslHandshakes = listenerStat(p.store, Counter, p.listenerAddr, "ssl.handshake")
 		p.sslErrors = listenerStat(p.store, Counter, p.listenerAddr, "ssl.connection_error")
@@ -316,10 +325,7 @@ func (p *Pod) apply(cfg *listenerConfig, changed bool, drainTime time.Duration) 
 	}
 	p.listenerModified.Inc()
 	p.mu.Lock()
-	conns := make([]*serverConn, 0, len(p.conns))
-	for sc := range p.conns {
-		conns = append(conns, sc)
-	}
+	conns := p.connsLocked()
 	draining := p.filterChainsDraining
 	if old != nil && old.listenerLevelDiffers(cfg) {
 		draining = p.listenersDraining
@@ -340,6 +346,11 @@ func (p *Pod) apply(cfg *listenerConfig, changed bool, drainTime time.Duration) 
 	return len(conns)
 }
 
+// connsLocked lists the pod's open downstream connections; p.mu must be held.
+func (p *Pod) connsLocked() []*serverConn {
+	return slices.Collect(maps.Keys(p.conns))
+}
+
 // OpenConnections counts the pod's open downstream connections.
 func (p *Pod) OpenConnections() int {
 	p.mu.Lock()
@@ -353,10 +364,7 @@ func (p *Pod) stop() {
 	p.up = false
 	lns := p.lns
 	p.lns = nil
-	conns := make([]*serverConn, 0, len(p.conns))
-	for sc := range p.conns {
-		conns = append(conns, sc)
-	}
+	conns := p.connsLocked()
 	p.mu.Unlock()
 	for _, ln := range lns {
 		ln.Close()

@@ -171,14 +171,9 @@ type Pool struct {
 	generation int
 	setup      Setup
 	events     []Event
-}
-
-// Event is something that happened to the pool (a knob change, a pod killed or restarted).
-type Event struct {
-	Time   time.Time `json:"time"`
-	Kind   string    `json:"kind"`
-	Pod    string    `json:"pod,omitempty"`
-	Detail string    `json:"detail,omitempty"`
+	// lifecycle counts the pending steps of pods coming and going (readiness, terminations,
+	// restarts), so that the next scenario starts once they are over.
+	lifecycle sync.WaitGroup
 }
 
 // Start brings the pool up: backends, waypoint tier, gateway pods, balancers.
@@ -241,6 +236,7 @@ func Start(cfg Config) (*Pool, error) {
 		pod := p.newPod(roleWaypoint, i, rng, "igw-test-waypoint", "0.0.0.0_15008", "inbound_0.0.0.0_15008", 1)
 		pod.mcsCap = 100 // Istio caps streams on the HBONE listener: all its streams share one worker
 		pod.build(wpCfg)
+		pod.ready = true
 		if err := pod.listen(0); err != nil {
 			p.Close()
 			return nil, err
@@ -257,6 +253,7 @@ func Start(cfg Config) (*Pool, error) {
 	for i := 0; i < cfg.Pods; i++ {
 		pod := p.newPod(roleGateway, i, rng, "istio-ingressgateway", "0.0.0.0_"+lport, "outbound_0.0.0.0_"+lport, 0)
 		pod.build(base)
+		pod.ready = true
 		if err := pod.listen(0); err != nil {
 			p.Close()
 			return nil, err
@@ -409,19 +406,6 @@ func (p *Pool) WaitDrained(ctx context.Context) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-}
-
-func (p *Pool) event(kind, pod, detail string) {
-	p.mu.Lock()
-	p.events = append(p.events, Event{Time: time.Now(), Kind: kind, Pod: pod, Detail: detail})
-	p.mu.Unlock()
-}
-
-// Events returns what happened since start.
-func (p *Pool) Events() []Event {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]Event(nil), p.events...)
 }
 
 // Close stops everything.

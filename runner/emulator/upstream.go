@@ -81,7 +81,7 @@ func newUpstreamPool(c *cluster, dial dialFunc) *upstreamPool {
 		p.rt, p.close = t, t.CloseIdleConnections
 	} else {
 		t := &http.Transport{DialContext: counted, MaxIdleConnsPerHost: 1024, IdleConnTimeout: 60 * time.Second,
-			DisableCompression: true, ReadBufferSize: 64 << 10, WriteBufferSize: 16 << 10, ForceAttemptHTTP2: false}
+			DisableCompression: true, ReadBufferSize: 16 << 10, WriteBufferSize: 16 << 10, ForceAttemptHTTP2: false}
 		p.rt, p.close = t, t.CloseIdleConnections
 	}
 	return p

@@ -106,3 +106,19 @@ func (e *InterruptedUpError) Error() string {
 }
 
 func (e *InterruptedUpError) Unwrap() error { return e.Err }
+
+// Evented is implemented by targets whose pool a scenario can change during its window:
+// scale it, restart it, push a config, kill a pod (stacks.Event). A target without it
+// skips a scenario with events, saying so.
+type Evented interface {
+	// SetReplicas puts the pool in the state a scenario starts from, before its knobs are
+	// applied: n gateway pods serving (0: the target's own count), earlier events' steps over.
+	SetReplicas(ctx context.Context, n int) error
+	// Slots is the most gateway pods the target can run at once.
+	Slots() int
+	// Event starts one event and returns; its steps (pods started, ready, terminating, gone)
+	// go on in the background and are listed by Timeline.
+	Event(ctx context.Context, ev stacks.Event, pool stacks.Pool) error
+	// Timeline lists the steps of the scenario's own events since a time.
+	Timeline(since time.Time) []Disruption
+}

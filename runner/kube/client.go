@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -223,39 +222,6 @@ func (k *Client) Exec(ctx context.Context, ns, pod, container string, cmd []stri
 		return out.Bytes(), errb.Bytes(), fmt.Errorf("exec %s in %s/%s: %w: %s", strings.Join(cmd, " "), ns, pod, err, lastLine(errb.String()))
 	}
 	return out.Bytes(), errb.Bytes(), nil
-}
-
-// RunJob creates a Job, waits for it to finish and returns its pod's log. The Job is deleted
-// afterwards, whatever happened.
-func (k *Client) RunJob(ctx context.Context, job *batchv1.Job) ([]byte, error) {
-	jobs := k.CS.BatchV1().Jobs(job.Namespace)
-	created, err := jobs.Create(ctx, job, metav1.CreateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("creating job %s: %w", job.Name, err)
-	}
-	defer func() {
-		bg := metav1.DeletePropagationBackground
-		_ = jobs.Delete(context.WithoutCancel(ctx), created.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
-	}()
-	for {
-		j, err := jobs.Get(ctx, created.Name, metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		if j.Status.Succeeded > 0 || j.Status.Failed > 0 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
-	pods, err := k.CS.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + created.Name})
-	if err != nil || len(pods.Items) == 0 {
-		return nil, fmt.Errorf("job %s: no pod: %v", created.Name, err)
-	}
-	return k.CS.CoreV1().Pods(job.Namespace).GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 }
 
 // Close stops every port-forward.

@@ -21,11 +21,9 @@ type Client struct {
 	InCluster InCluster
 }
 
-// InCluster runs a client in the cluster, in a loadgen pod (Exec) or as a Job of its own
-// (Job), and reads what it printed.
+// InCluster runs a client in the cluster, in a loadgen pod (Exec), and reads what it printed.
 type InCluster struct {
 	Exec *Exec
-	Job  *Job
 	// Read turns the client's output (JSON) into a Result.
 	Read func(out []byte) (*Result, error)
 }
@@ -36,18 +34,6 @@ type Exec struct {
 	Selector, Container string
 	// Command is the command line against target (host:port).
 	Command func(s Spec, target string) []string
-}
-
-// Job runs the client as a Kubernetes Job in the loadgen namespace, one per run.
-type Job struct {
-	// Name prefixes the Job's name and names its container.
-	Name string
-	// Image is the Job's image, pinned; ImageKey, when set, is the stack config key (see
-	// internal/configkey) that overrides it, and the lab program's default for that key is
-	// used when neither says.
-	Image, ImageKey string
-	// Args are the container's arguments against target (host:port).
-	Args func(s Spec, target string) []string
 }
 
 var clients = registry.New[string, Client]("load client")

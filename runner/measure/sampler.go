@@ -98,10 +98,17 @@ type Sampler struct {
 	base  map[string]stats.Pod
 	start time.Time
 
-	mu       sync.Mutex
-	rows     []string
-	header   string
-	prev     map[string]stats.Pod
+	mu   sync.Mutex
+	rows []row
+	cols []string
+	prev map[string]stats.Pod
+	// Relist re-reads the gateway's pod list at every sample, for a window in which pods come
+	// and go (a scenario's events): a new pod's counters start from zero, and a pod that is
+	// gone keeps its column, empty from then on.
+	Relist   bool
+	last     map[string]stats.Snapshot
+	lastRaw  map[string][]byte
+	timeline []analysis.Sample
 	prevAt   time.Time
 	Peaks    analysis.Peaks
 	closed   float64 // connections closed since the window began, at the last sample
@@ -121,20 +128,20 @@ type Live struct {
 }
 
 func NewSampler(t gateway.Target, pods []gateway.Pod, names stats.Names, pre []stats.Snapshot) *Sampler {
-	s := &Sampler{t: t, pods: pods, names: names, base: map[string]stats.Pod{}, prev: map[string]stats.Pod{}}
+	s := &Sampler{t: t, pods: append([]gateway.Pod(nil), pods...), names: names, base: map[string]stats.Pod{}, prev: map[string]stats.Pod{},
+		last: map[string]stats.Snapshot{}, lastRaw: map[string][]byte{}}
 	for _, snap := range pre {
 		p := stats.Extract(snap, names)
 		s.base[p.Name], s.prev[p.Name] = p, p
 	}
-	cols := []string{"timestamp", "elapsed_s", "cv", "cv_cx_active", "cv_rps", "sum_cx", "sum_rq", "rps", "closed", "busy_max", "p99_ms"}
-	for _, p := range pods {
-		cols = append(cols, "cx_active:"+p.Name)
-	}
-	for _, p := range pods {
-		cols = append(cols, "rps:"+p.Name)
-	}
-	s.header = strings.Join(cols, ",")
+	s.cols = []string{"timestamp", "elapsed_s", "cv", "cv_cx_active", "cv_rps", "sum_cx", "sum_rq", "rps", "closed", "busy_max", "p99_ms"}
 	return s
+}
+
+// row is one sample: the pool's columns, then each pod's active connections and request rate.
+type row struct {
+	fixed     []string
+	cx, rates map[string]float64
 }
 
 func (s *Sampler) Run(ctx context.Context, every time.Duration) {
@@ -155,13 +162,15 @@ func (s *Sampler) Run(ctx context.Context, every time.Duration) {
 // window ended while the reads were in flight, or every admin failed) adds no row: a row of
 // zeros would read as a pool that went idle.
 func (s *Sampler) sample(ctx context.Context) {
-	snaps, _, errs := Scrape(ctx, s.t, s.pods)
+	pods := s.current(ctx)
+	snaps, raws, errs := Scrape(ctx, s.t, pods)
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ctx.Err() != nil {
 		return
 	}
+	smp := analysis.Sample{Elapsed: now.Sub(s.start), Pods: map[string]analysis.PodSample{}}
 	dt := now.Sub(s.prevAt).Seconds()
 	var conns, active, rates []float64
 	var sumRq, sumRate, closed, refused, protoErrs, sumActive, sumRqActive, rxBuf, pending, busyMax float64
@@ -175,6 +184,7 @@ func (s *Sampler) sample(ctx context.Context) {
 			continue
 		}
 		read++
+		s.last[pods[i].Name], s.lastRaw[pods[i].Name] = snap, raws[i]
 		cur := stats.Extract(snap, s.names)
 		since, _ := stats.Delta(s.base[cur.Name], cur)
 		last, _ := stats.Delta(s.prev[cur.Name], cur)
@@ -194,9 +204,15 @@ func (s *Sampler) sample(ctx context.Context) {
 		rxBuf += cur.RxBuffered
 		pending += cur.PendingActive
 		window = window.Add(last.RqTime)
+		ps := analysis.PodSample{RPS: rate, CxActive: cur.CxActive, NewCx: last.CxTotal, Handshakes: last.SSLHandshake,
+			Workers: len(cur.WorkerBusyNs)}
 		for _, ns := range last.WorkerBusyNs {
-			busyMax = math.Max(busyMax, ns/(dt*1e9))
+			busy := ns / (dt * 1e9)
+			busyMax = math.Max(busyMax, busy)
+			ps.BusyMax = math.Max(ps.BusyMax, busy)
+			ps.CPU += busy
 		}
+		smp.Pods[cur.Name] = ps
 		s.prev[cur.Name] = cur
 	}
 	if read == 0 {
@@ -213,16 +229,11 @@ func (s *Sampler) sample(ctx context.Context) {
 	if math.IsNaN(p99) {
 		p99 = 0
 	}
-	row := []string{fmt.Sprintf("%.3f", float64(now.UnixMilli())/1000), fmt.Sprintf("%.3f", now.Sub(s.start).Seconds()),
+	fixed := []string{fmt.Sprintf("%.3f", float64(now.UnixMilli())/1000), fmt.Sprintf("%.3f", now.Sub(s.start).Seconds()),
 		f3(analysis.CV(conns)), f3(analysis.CV(active)), f3(analysis.CV(rates)), num(sumActive), num(sumRq),
 		fmt.Sprintf("%.1f", sumRate), num(closed), f3(busyMax), fmt.Sprintf("%.2f", p99)}
-	for _, p := range s.pods {
-		row = append(row, num(liveConns[p.Name]))
-	}
-	for _, p := range s.pods {
-		row = append(row, fmt.Sprintf("%.1f", perRate[p.Name]))
-	}
-	s.rows = append(s.rows, strings.Join(row, ","))
+	s.rows = append(s.rows, row{fixed: fixed, cx: liveConns, rates: perRate})
+	s.timeline = append(s.timeline, smp)
 	if s.OnSample != nil {
 		s.OnSample(Live{Elapsed: now.Sub(s.start), Connections: liveConns, CV: analysis.CV(active), RPS: sumRate,
 			Refused: refused, ProtocolErrors: protoErrs})
@@ -240,8 +251,95 @@ func (s *Sampler) ClosedDuringLoad() float64 {
 
 func f3(v float64) string { return fmt.Sprintf("%.3f", v) }
 
+// CSV renders the time series: the pool's columns, then a column per pod seen in the window
+// for active connections and one for its request rate (empty while the pod did not exist).
 func (s *Sampler) CSV() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return []byte(s.header + "\n" + strings.Join(s.rows, "\n") + "\n")
+	cols := append([]string(nil), s.cols...)
+	for _, p := range s.pods {
+		cols = append(cols, "cx_active:"+p.Name)
+	}
+	for _, p := range s.pods {
+		cols = append(cols, "rps:"+p.Name)
+	}
+	lines := []string{strings.Join(cols, ",")}
+	for _, r := range s.rows {
+		out := append([]string(nil), r.fixed...)
+		for _, p := range s.pods {
+			out = append(out, cell(r.cx, p.Name, num))
+		}
+		for _, p := range s.pods {
+			out = append(out, cell(r.rates, p.Name, func(v float64) string { return fmt.Sprintf("%.1f", v) }))
+		}
+		lines = append(lines, strings.Join(out, ","))
+	}
+	return []byte(strings.Join(lines, "\n") + "\n")
+}
+
+// cell renders a pod's value in a row: empty when the pod was not read in it. A window
+// without events reads every pod in every row, so its file is what it always was.
+func cell(m map[string]float64, pod string, f func(float64) string) string {
+	v, ok := m[pod]
+	if !ok {
+		return ""
+	}
+	return f(v)
+}
+
+// current is the pods to read in this sample: the window's, and with Relist every pod the
+// target lists now, added as it appears (its counters start from zero).
+func (s *Sampler) current(ctx context.Context) []gateway.Pod {
+	var now []gateway.Pod
+	var err error
+	if s.Relist {
+		now, err = s.t.Pods(ctx, gateway.Gateway) // outside the lock: a listing may take a while
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.Relist || err != nil {
+		return append([]gateway.Pod(nil), s.pods...)
+	}
+	at, listed := map[string]int{}, map[string]bool{}
+	for i, p := range s.pods {
+		at[p.Name] = i
+	}
+	for _, p := range now {
+		if i, seen := at[p.Name]; seen {
+			s.pods[i] = p // a restarted container may answer on another admin address
+		} else {
+			s.pods = append(s.pods, p)
+			s.base[p.Name], s.prev[p.Name] = stats.Pod{Name: p.Name}, stats.Pod{Name: p.Name}
+		}
+		listed[p.Name] = true
+	}
+	var out []gateway.Pod
+	for _, p := range s.pods {
+		if listed[p.Name] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Seen is every gateway pod the window saw, in the order they appeared.
+func (s *Sampler) Seen() []gateway.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]gateway.Pod(nil), s.pods...)
+}
+
+// Last is a pod's last snapshot read in the window, and its text; ok is false if none was.
+func (s *Sampler) Last(pod string) (stats.Snapshot, []byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap, ok := s.last[pod]
+	return snap, s.lastRaw[pod], ok
+}
+
+// Timeline is the window's samples, pod by pod.
+func (s *Sampler) Timeline() []analysis.Sample {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]analysis.Sample(nil), s.timeline...)
 }

@@ -46,6 +46,8 @@ type Stack interface {
 	// PendingOperations lists the operations the stack's state records as started and never
 	// finished ("create urn:..."): what an update killed mid-flight leaves behind.
 	PendingOperations(ctx context.Context) ([]string, error)
+	// CLIVersion is the version of the Pulumi CLI that runs the stack's operations.
+	CLIVersion(ctx context.Context) (string, error)
 }
 
 // Preview is a preview's result.
@@ -58,8 +60,9 @@ type Preview struct {
 type Options struct {
 	Name string
 	// Inline runs infra.Program in this process (no language host; the stack's config lives in a
-	// temporary workspace). Otherwise the repository's Pulumi.yaml is used and the stack's config
-	// is Pulumi.<name>.yaml next to it, as for `pulumi up -s <name>`.
+	// workspace of its own, which starts from WorkDir's Pulumi.<name>.yaml when there is one).
+	// Otherwise the repository's Pulumi.yaml is used and the stack's config is Pulumi.<name>.yaml
+	// next to it, as for `pulumi up -s <name>`.
 	Inline bool
 	// WorkDir is the repository root (local source).
 	WorkDir string
@@ -83,11 +86,12 @@ func Open(ctx context.Context, o Options) (Stack, error) {
 	var s auto.Stack
 	var err error
 	if o.Inline {
-		if o.InlineDir != "" {
-			if err := os.MkdirAll(o.InlineDir, 0o755); err != nil {
-				return nil, err
-			}
-			opts = append(opts, auto.WorkDir(o.InlineDir))
+		dir, derr := inlineWorkspace(o)
+		if derr != nil {
+			return nil, derr
+		}
+		if dir != "" {
+			opts = append(opts, auto.WorkDir(dir))
 		}
 		s, err = auto.UpsertStackInlineSource(ctx, o.Name, "igwlab", infra.Program, opts...)
 	} else {

@@ -99,7 +99,7 @@ func lines(title, ylabel string, xs []float64, ys map[string][]float64) (*plot.P
 	for i, n := range names {
 		pts := make(plotter.XYs, 0, len(xs))
 		for j, x := range xs {
-			if j < len(ys[n]) {
+			if j < len(ys[n]) && !math.IsNaN(ys[n][j]) {
 				pts = append(pts, plotter.XY{X: x, Y: ys[n][j]})
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -50,6 +51,12 @@ func ReadSeries(path string) (*Series, error) {
 	for _, row := range rows[1:] {
 		for i, h := range header {
 			if i >= len(row) {
+				continue
+			}
+			if row[i] == "" {
+				// A pod that did not exist at this sample (it started later, or was gone):
+				// NaN keeps the column aligned with elapsed_s, and the plots leave a gap.
+				s.cols[h] = append(s.cols[h], math.NaN())
 				continue
 			}
 			v, err := strconv.ParseFloat(row[i], 64)

@@ -98,6 +98,11 @@ func Plots(r *Run) ([]Plot, error) {
 			out = append(out, *p)
 		}
 	}
+	ot, err := overTimePlots(r)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, ot...)
 	for _, role := range rotationRoles {
 		p, err := rotationPlot(r, r.fed(role))
 		if err != nil {

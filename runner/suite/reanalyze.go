@@ -102,6 +102,9 @@ func readInput(sdir string, sum Summary, rec *analysis.Result, view func(stats.S
 			in.ClosedDuringLoad = c[len(c)-1]
 		}
 	}
+	if err := readOverTime(sdir, in); err != nil {
+		return nil, err
+	}
 	wpPre, err := readPages(filepath.Join(sdir, "waypoint_stats", "pre"), view)
 	if err != nil {
 		return nil, err

@@ -33,6 +33,10 @@ func (r *run) scenario(ctx context.Context, lab *stacks.Scenario, dir string) *a
 		res.Reason = fmt.Sprintf("needs concurrency >= %d (Envoy workers per pod) and this target has %d; with one worker there is nothing to balance inside a pod. Rerun with --concurrency %d", need, r.info.Concurrency, need)
 		return res
 	}
+	if why := r.eventsSkip(sc); why != "" {
+		res.Status, res.Reason = analysis.StatusSkipped, why
+		return res
+	}
 	var ew measure.Errs
 	why := "" // the scenario's reason for its own departures; the target's carry theirs
 	if len(deps) > 0 {
@@ -75,6 +79,10 @@ func (r *run) disruptions(res *analysis.Result, since time.Time, dir string, ew 
 // measure does the scenario's steps and returns the analysis input.
 func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Departure, dir string, ew *measure.Errs) (*analysis.Input, error) {
 	t := r.o.Target
+	begun := time.Now()
+	if err := r.preparePool(ctx, sc); err != nil {
+		return nil, err
+	}
 	gw, err := t.Pods(ctx, gateway.Gateway)
 	if err != nil {
 		return nil, err
@@ -126,16 +134,36 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 		podNames[i] = p.Name
 	}
 	smp.OnSample = func(l measure.Live) { r.prog.sample(l, podNames) }
+	every := sampleEvery(sc.Load.Duration.D())
+	if len(sc.Events) > 0 {
+		smp.Relist = true
+	}
+	switch {
+	case sc.Load.SampleEvery > 0:
+		every = sc.Load.SampleEvery.D()
+	case len(sc.Events) > 0:
+		every = min(every, eventSampleEvery)
+	}
 	sctx, stop := context.WithCancel(ctx)
 	sampled := make(chan struct{})
-	go func() { smp.Run(sctx, sampleEvery(sc.Load.Duration.D())); close(sampled) }()
+	go func() { smp.Run(sctx, every); close(sampled) }()
 	start := time.Now()
+	fired := r.fireEvents(sctx, sc, start)
 	r.prog.step("load: %s for %s", clientText(sc.Client), sc.Load.Duration)
 	result, loadErr := r.runLoad(ctx, spec, dir)
 	window := time.Since(start)
 	stop()
 	<-sampled
+	fired()
+	initial := podNames
+	if smp.Relist {
+		gw, pre, preRaw = seenPods(gw, smp, pre, preRaw)
+	}
 	post, postRaw, postErrs := r.adm().Scrape(context.WithoutCancel(ctx), gw)
+	there := gw
+	if smp.Relist {
+		postErrs, there = lastForGone(gw, smp, post, postRaw, postErrs)
+	}
 	wpPost, wpPostRaw, _ := r.adm().Scrape(context.WithoutCancel(ctx), wp)
 	_, ztPostRaw, _ := r.adm().Scrape(context.WithoutCancel(ctx), zt)
 	names := r.names
@@ -144,6 +172,7 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 	}
 
 	for i, p := range gw {
+		// Empty for a pod that did not exist before the window: its counters were zero.
 		ew.Add(measure.WriteFile(filepath.Join(dir, "stats_pre", p.Name+".prom"), preRaw[i]))
 		ew.Add(measure.WriteFile(filepath.Join(dir, "stats_post", p.Name+".prom"), postRaw[i]))
 	}
@@ -155,7 +184,7 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 		ew.Add(measure.WriteFile(filepath.Join(dir, "ztunnel_stats", "pre", p.Name+".prom"), ztPreRaw[i]))
 		ew.Add(measure.WriteFile(filepath.Join(dir, "ztunnel_stats", "post", p.Name+".prom"), ztPostRaw[i]))
 	}
-	r.dumps(context.WithoutCancel(ctx), gw, dir, ew)
+	r.dumps(context.WithoutCancel(ctx), there, dir, ew)
 	ew.Add(measure.WriteFile(filepath.Join(dir, "timeseries.csv"), smp.CSV()))
 	if result != nil {
 		ew.Add(measure.WriteJSON(filepath.Join(dir, result.Client+".json"), result.Native))
@@ -172,7 +201,10 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 		return nil, fmt.Errorf("reading stats after the load: %w", err)
 	}
 	in := &analysis.Input{Scenario: analysis.ScenarioOf(sc), Departures: deps, Client: clientInput(result), Window: window, Peaks: smp.Peaks,
-		ClosedDuringLoad: smp.ClosedDuringLoad(), ClientRTT: time.Duration(r.info.ClientRTTMs * float64(time.Millisecond))}
+		ClosedDuringLoad: smp.ClosedDuringLoad(), ClientRTT: time.Duration(r.info.ClientRTTMs * float64(time.Millisecond)),
+		Timeline: smp.Timeline(), Step: every, Marks: r.marks(begun, start, dir, ew), Initial: initial,
+		HPA: analysis.HPA{Target: analysis.DefaultHPA.Target, Sync: sc.Pool.WithDefaults().HPASync.D()}, Rotates: rotates(sc.Knobs)}
+	ew.Add(measure.WriteJSON(filepath.Join(dir, timelineFile), overTimeOf(in)))
 	for i := range gw {
 		in.Pre = append(in.Pre, stats.Extract(pre[i], names))
 		in.Post = append(in.Post, stats.Extract(post[i], names))

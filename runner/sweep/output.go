@@ -17,7 +17,20 @@ func (sw *Sweep) header() []string {
 	if sw.TLS {
 		h = append(h, "TLS handshakes/s")
 	}
+	if sw.overTime() {
+		h = append(h, "balanced after event", "reconnect peak/s", "bursts")
+	}
 	return append(h, "p99 ms", "rps", "hottest worker")
+}
+
+// overTime says whether the sweep's runs carry over-time measures (a scenario with events).
+func (sw *Sweep) overTime() bool {
+	for _, p := range sw.Points {
+		if p.BalancedS != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (sw *Sweep) rows() [][]string {
@@ -34,6 +47,13 @@ func (sw *Sweep) rows() [][]string {
 		r := []string{p.Value, fmt.Sprintf("%.3f", p.CV), band, p.ChanceVerdict, fmt.Sprintf("%d", int(p.Connections)), fmt.Sprintf("%.2f", p.DrainsPerS)}
 		if sw.TLS {
 			r = append(r, fmt.Sprintf("%.2f", p.TLSPerS))
+		}
+		if sw.overTime() {
+			bal := "not within the window"
+			if b := balanced(p); b >= 0 {
+				bal = fmt.Sprintf("%.1f s", b)
+			}
+			r = append(r, bal, fmt.Sprintf("%.0f", p.StormPeak), fmt.Sprintf("%d (%.0f%%)", p.Bursts, 100*p.BurstShare))
 		}
 		hot := p.Busy
 		if p.HotWorker != "" {

@@ -48,31 +48,10 @@ func (p *Point) runsOf() []Numbers {
 
 func recommend(sw *Sweep, spec stacks.KnobSpec, wellSpread int) *Recommendation {
 	rec := &Recommendation{Rule: Rule(sw.Threshold, wellSpread, sw.Pods)}
-	var best *Point
-	var bestAgree []string
-	for _, p := range sw.Points {
-		if p.Status != analysis.StatusOK {
-			continue
-		}
-		runs := p.runsOf()
-		var agree []string
-		for i, n := range runs {
-			if spreadsWell(n, sw.Threshold) {
-				name := p.Dir
-				if len(runs) > 1 || n.Dir != "" {
-					name = fmt.Sprintf("%s run %d", p.Dir, i+1)
-				}
-				agree = append(agree, fmt.Sprintf("%s: CV %.3f over %d connections (%s), %.2f drains/s, p99 %.1f ms", name, n.CV, int(n.Connections), n.ChanceVerdict, n.DrainsPerS, n.P99Ms))
-			}
-		}
-		if 2*len(agree) <= len(runs) {
-			continue
-		}
-		if best == nil || p.DrainsPerS < best.DrainsPerS ||
-			p.DrainsPerS == best.DrainsPerS && X(spec, p.Value, 0) > X(spec, best.Value, 0) {
-			best, bestAgree = p, agree
-		}
-	}
+	best, bestAgree := choose(sw, func(n Numbers) (string, bool) {
+		return fmt.Sprintf("CV %.3f over %d connections (%s), %.2f drains/s, p99 %.1f ms", n.CV, int(n.Connections), n.ChanceVerdict, n.DrainsPerS, n.P99Ms),
+			spreadsWell(n, sw.Threshold)
+	}, func(p, best *Point) bool { return X(spec, p.Value, 0) > X(spec, best.Value, 0) })
 	if best == nil {
 		rec.Why = fmt.Sprintf("no value of %s met the rule: each left the connections more concentrated than a well-spread client's (CV above %.3f); try values that rotate more often", spec.Path, sw.Threshold)
 		return rec
@@ -92,6 +71,37 @@ func recommend(sw *Sweep, spec stacks.KnobSpec, wellSpread int) *Recommendation 
 		rec.Preview += " --set " + kv.Path + "=" + kv.Value
 	}
 	return rec
+}
+
+// choose is the value with the fewest drains per second among those more than half of whose
+// runs meet the rule (meets says how a run did, and whether it meets it); tie breaks a tie in
+// drains. It returns the runs that meet the rule, named.
+func choose(sw *Sweep, meets func(Numbers) (string, bool), tie func(p, best *Point) bool) (*Point, []string) {
+	var best *Point
+	var bestAgree []string
+	for _, p := range sw.Points {
+		if p.Status != analysis.StatusOK {
+			continue
+		}
+		runs := p.runsOf()
+		var agree []string
+		for i, n := range runs {
+			if text, ok := meets(n); ok {
+				name := p.Dir
+				if len(runs) > 1 || n.Dir != "" {
+					name = fmt.Sprintf("%s run %d", p.Dir, i+1)
+				}
+				agree = append(agree, name+": "+text)
+			}
+		}
+		if 2*len(agree) <= len(runs) {
+			continue
+		}
+		if best == nil || p.DrainsPerS < best.DrainsPerS || p.DrainsPerS == best.DrainsPerS && tie(p, best) {
+			best, bestAgree = p, agree
+		}
+	}
+	return best, bestAgree
 }
 
 // cheaper says what the values with less churn gave up, so the choice reads as a trade.

@@ -96,6 +96,13 @@ type Numbers struct {
 	HotWorker     string          `json:"hot_worker,omitempty"`
 	Busy          string          `json:"hot_worker_busy"`
 	WindowS       float64         `json:"window_s"`
+	// The over-time measures of a scenario with events (a scale-out) or rotation: the time
+	// from the first event to balance (-1: not within the window), the reconnect storm's
+	// peak, and the reconnect bursts (lockstep).
+	BalancedS  *float64 `json:"balanced_s,omitempty"`
+	StormPeak  float64  `json:"storm_peak_cps,omitempty"`
+	Bursts     int      `json:"bursts,omitempty"`
+	BurstShare float64  `json:"burst_share,omitempty"`
 }
 
 // ErrInterrupted is the suite's: what finished is kept.
@@ -184,6 +191,8 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 	sw.Listener = rn.Names().Listener
 	if o.Streams {
 		sw.Spread = spreadOf(sw, o, &eff, info.EnvoyDefaults)
+	} else if len(eff.Events) > 0 {
+		sw.Recommendation = recommendOverTime(sw, o.Knob)
 	} else {
 		sw.Recommendation = recommend(sw, o.Knob, o.WellSpread)
 	}
@@ -225,6 +234,13 @@ func numbersOf(r *analysis.Result) Numbers {
 	if r.WindowS > 0 {
 		n.DrainsPerS = r.GoAways / r.WindowS
 		n.TLSPerS = r.TLSHandshakes / r.WindowS
+	}
+	if o := r.OverTime; o != nil {
+		if len(o.Events) > 0 {
+			b := o.BalancedAtS
+			n.BalancedS = &b
+		}
+		n.StormPeak, n.Bursts, n.BurstShare = o.StormPeak, len(o.Bursts), o.BurstShare
 	}
 	return n
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/igwlab/igwlab/runner/analysis"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/igwlab/igwlab/runner/analysis"
 
 	"github.com/igwlab/igwlab/internal/configkey"
 	"github.com/igwlab/igwlab/internal/testutil"
@@ -127,7 +129,11 @@ func TestSweepTrendsOnTheLocalPool(t *testing.T) {
 		t.Errorf("CV %.3f at 30 vs %.3f at 3000 (want lower); drains/s %.2f vs %.2f (want higher)", lo.CV, hi.CV, lo.DrainsPerS, hi.DrainsPerS)
 	}
 	if r := sw.Recommendation; r == nil || r.Value == "" || r.Value == "3000" || r.EnvoyFilter == "" || !strings.Contains(r.Preview, "--set "+mrpc+"="+r.Value) {
-		t.Errorf("recommendation %+v", r)
+		var pts []string
+		for _, p := range sw.Points {
+			pts = append(pts, fmt.Sprintf("%s: CV %.3f (k=%v), drains/s %.2f", p.Value, p.CV, p.Connections, p.DrainsPerS))
+		}
+		t.Errorf("recommendation %+v; the points: %s", r, strings.Join(pts, "; "))
 	} else if !strings.Contains(r.EnvoyFilter, "igwlab.dev/scenario: sweep") || !strings.Contains(r.EnvoyFilter, "max_requests_per_connection: "+r.Value) {
 		t.Errorf("the recommended EnvoyFilter is not labelled as the sweep's or does not set the value:\n%s", r.EnvoyFilter)
 	}

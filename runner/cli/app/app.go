@@ -132,7 +132,11 @@ var labCommands = []struct{ name, summary string }{
 	{"preview", "show what switching the lab stack to a scenario (or a knob) would change (pulumi preview --diff)"},
 	{"up", "switch the lab stack to a scenario (or a knob override) and apply it"},
 	{"kubeconfig", "merge the lab cluster's kubeconfig into ~/.kube/config (or --out FILE) for kubectl; prints the context, never the key"},
+	{"doctor", DoctorSummary},
 }
+
+// DoctorSummary is igwlab doctor's one-line help.
+const DoctorSummary = "check the machine (Docker's CPUs and memory, k3d, the Pulumi CLI, kubectl, free ports) or your cluster against what the real lab needs, with the fix for each problem"
 
 func commandNames(root *cobra.Command) []string {
 	var out []string

@@ -9,10 +9,6 @@ import (
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/igwlab/igwlab/infra"
 	"github.com/igwlab/igwlab/internal/configkey"
 	"github.com/igwlab/igwlab/internal/jwt"
@@ -47,9 +43,6 @@ type ClusterOptions struct {
 	// DrainTimeout bounds the wait for listeners drained by an EnvoyFilter change (default:
 	// the lab's drain time plus DrainMargin).
 	DrainTimeout time.Duration
-	// Images override the images of clients that run as Jobs, by their stack config key
-	// (default: the stack's config, then the lab program's default).
-	Images map[string]string
 	// OnClose runs when the target is closed (it releases the stack's lock).
 	OnClose func()
 }
@@ -129,8 +122,9 @@ var envoyVersion = regexp.MustCompile(`/(1\.\d+)\.\d+`)
 
 // Apply implements gateway.Target: set the stack's scenario and `pulumi up`, which with the
 // stack's checks on (igwlab:verify) returns only once the listeners the change replaced have
-// drained, so the redial they cause is not credited to the knob; with them off, Apply waits
-// for that itself.
+// drained, so the redial they cause is not credited to the knob; with them off, or on a
+// Pulumi CLI older than pulumistack.MinCLI (whose engine only warns when such a check fails),
+// Apply waits for that itself.
 func (c *Cluster) Apply(ctx context.Context, sc stacks.Scenario) error {
 	if c.o.Stack == nil {
 		return fmt.Errorf("the %s target needs a Pulumi stack to switch scenarios", c.o.Name)
@@ -144,9 +138,18 @@ func (c *Cluster) Apply(ctx context.Context, sc stacks.Scenario) error {
 	if v, _, err := c.o.Stack.GetConfig(ctx, configkey.Full(configkey.Verify)); err != nil {
 		return err
 	} else if v != "false" {
-		// pulumi up ran the program's scenario check (infra.Checks.Scenario, the same
-		// inforce.Wait): it returned once every pod showed the knobs and nothing was draining.
-		return nil
+		cli, err := c.o.Stack.CLIVersion(ctx)
+		if err != nil {
+			return err
+		}
+		if pulumistack.HooksFailUpdates(cli) {
+			// pulumi up ran the program's scenario check (infra.Checks.Scenario, the same
+			// inforce.Wait): it returned once every pod showed the knobs and nothing was draining.
+			return nil
+		}
+		if c.o.Progress != nil {
+			fmt.Fprintf(c.o.Progress, "Pulumi CLI %s only warns when the stack's checks fail (%s and later fail the update): waiting for the drain here\n", cli, pulumistack.MinCLI)
+		}
 	}
 	return c.waitDrained(ctx)
 }
@@ -255,7 +258,7 @@ func (c *Cluster) Admin(ctx context.Context, p gateway.Pod, path string) ([]byte
 }
 
 // Load implements gateway.Target: the client runs as its kind says it runs in a cluster (in
-// its pod of the loadgen namespace, or as a Job), and what it prints is read back into the
+// its pod of the loadgen namespace), and what it prints is read back into the
 // same Result as on the local target.
 func (c *Cluster) Load(ctx context.Context, spec load.Spec) (*load.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, spec.Duration+3*time.Minute)
@@ -269,8 +272,6 @@ func (c *Cluster) Load(ctx context.Context, spec load.Spec) (*load.Result, error
 	switch {
 	case run.Exec != nil:
 		out, err = c.execIn(ctx, run.Exec.Selector, run.Exec.Container, run.Exec.Command(spec, ServiceAddr))
-	case run.Job != nil:
-		out, err = c.o.Kube.RunJob(ctx, loadJob(run.Job.Name, c.image(ctx, run.Job), run.Job.Args(spec, ServiceAddr)))
 	default:
 		return nil, fmt.Errorf("the %s client has no way to run in a cluster", spec.Kind)
 	}
@@ -290,42 +291,6 @@ func (c *Cluster) execIn(ctx context.Context, selector, container string, cmd []
 	}
 	out, _, err := c.o.Kube.Exec(ctx, infra.LoadgenNamespace, pods[0].Name, container, cmd)
 	return out, err
-}
-
-// defaultImages are the lab program's images of the clients that run as Jobs, by config key.
-var defaultImages = map[string]string{configkey.GHZImage: infra.Defaults.Images.GHZ}
-
-// image is the image a Job client runs: set on the target, else in the stack's config under
-// the client's key, else the client's own, else the program's default for the key.
-func (c *Cluster) image(ctx context.Context, job *load.Job) string {
-	if img := c.o.Images[job.ImageKey]; img != "" && job.ImageKey != "" {
-		return img
-	}
-	if c.o.Stack != nil && job.ImageKey != "" {
-		if img, ok, _ := c.o.Stack.GetConfig(ctx, configkey.Full(job.ImageKey)); ok && img != "" {
-			return img
-		}
-	}
-	if job.Image != "" {
-		return job.Image
-	}
-	return defaultImages[job.ImageKey]
-}
-
-// loadJob is a Job running one client: name prefixes it, labels it and names its container.
-func loadJob(name, image string, args []string) *batchv1.Job {
-	backoff, ttl := int32(0), int32(600)
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "igwlab-" + name + "-", Namespace: infra.LoadgenNamespace,
-			Labels: map[string]string{"app.kubernetes.io/part-of": "igwlab", "app": name}},
-		Spec: batchv1.JobSpec{
-			BackoffLimit: &backoff, TTLSecondsAfterFinished: &ttl,
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers:    []corev1.Container{{Name: name, Image: image, Args: args}},
-			}},
-		},
-	}
 }
 
 // Token implements Target.

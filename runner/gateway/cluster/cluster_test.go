@@ -9,6 +9,7 @@ import (
 	"github.com/igwlab/igwlab/runner/gateway/cluster"
 	"github.com/igwlab/igwlab/runner/gateway/gatewaytest"
 	"github.com/igwlab/igwlab/runner/load"
+	"github.com/igwlab/igwlab/runner/pulumistack"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -53,6 +54,27 @@ func TestClusterTargetInfoPodsAndApply(t *testing.T) {
 			t.Fatal("Apply waited itself although the stack's own check does")
 		}
 	}
+
+	// A Pulumi CLI older than 3.238.0 only warns when the check fails: Apply waits itself.
+	st.CLI = "v3.237.0"
+	sc, _ = cat.Get("05-windows")
+	if err := c.Apply(ctx, sc.Lab()); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range k.EnvoyByPod {
+		if e.Draining != 0 {
+			t.Fatal("on a Pulumi CLI whose failed checks only warn, Apply returned before the old listeners drained")
+		}
+	}
+}
+
+func TestHooksFailUpdatesFromCLI3238(t *testing.T) {
+	for v, want := range map[string]bool{"3.238.0": true, "v3.274.1": true, "3.237.2": false, "3.182.0": false,
+		"4.0.0": true, "": false, "3.238.0-alpha.1": false, "garbage": false} {
+		if got := pulumistack.HooksFailUpdates(v); got != want {
+			t.Errorf("HooksFailUpdates(%q) = %v, want %v", v, got, want)
+		}
+	}
 }
 
 func TestClusterTargetRunsClientsInTheCluster(t *testing.T) {
@@ -80,11 +102,12 @@ func TestClusterTargetRunsClientsInTheCluster(t *testing.T) {
 		t.Fatalf("fortio command %s", got)
 	}
 	g, err := c.Load(context.Background(), load.Spec{Kind: "grpc", Concurrency: 500, Connections: 1, Authority: "grpcbin.igw-test", Duration: time.Minute})
-	if err != nil || g.Requests != 100 || g.Latency.P99 != 5 {
-		t.Fatalf("ghz: %v %+v", err, g)
+	if err != nil || g.Requests != 5000 || g.Latency.P99 != 80 || g.ConnectionsOpened != 1 {
+		t.Fatalf("grpc: %v %+v", err, g)
 	}
-	args := strings.Join(k.Jobs[0].Spec.Template.Spec.Containers[0].Args, " ")
-	if !strings.Contains(args, "--connections=1") || !strings.Contains(args, "--concurrency=500") || !strings.HasSuffix(args, cluster.ServiceAddr) {
-		t.Fatalf("ghz args %s", args)
+	got = strings.Join(k.Execs[2], " ")
+	want = "/igwlab-grpc load -target " + cluster.ServiceAddr + " -concurrency=500 -connections=1 -duration 1m0s -allow-remote -authority grpcbin.igw-test"
+	if got != want {
+		t.Fatalf("grpc exec\n got %s\nwant %s", got, want)
 	}
 }

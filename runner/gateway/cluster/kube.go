@@ -3,20 +3,18 @@ package cluster
 import (
 	"context"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/igwlab/igwlab/runner/kube"
 )
 
 // Kube is what the cluster target needs from Kubernetes: its pods, an HTTP GET on a pod's
-// port (Envoy's admin, through a port-forward), a command run in a pod, and a Job's output.
+// port (Envoy's admin, through a port-forward) and a command run in a pod.
 // kube.Client is it over client-go.
 type Kube interface {
 	Pods(ctx context.Context, namespace, selector string) ([]corev1.Pod, error)
 	Get(ctx context.Context, namespace, pod string, port int, path string) ([]byte, error)
 	Exec(ctx context.Context, namespace, pod, container string, cmd []string) (stdout, stderr []byte, err error)
-	RunJob(ctx context.Context, job *batchv1.Job) ([]byte, error)
 	Close()
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/igwlab/igwlab/infra"
 	"github.com/igwlab/igwlab/internal/configkey"
+	"github.com/igwlab/igwlab/runner/doctor"
 	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/kube"
 	"github.com/igwlab/igwlab/runner/pulumistack"
@@ -62,6 +63,13 @@ func Open(ctx context.Context, kind gateway.Kind, o gateway.Options) (gateway.Ta
 }
 
 func openOn(ctx context.Context, kind gateway.Kind, o gateway.Options, st pulumistack.Stack, release func()) (gateway.Target, error) {
+	sc, err := oneCluster(ctx, kind, o, st)
+	if err != nil {
+		return nil, err
+	}
+	if err := doctor.Preflight(ctx, st); err != nil {
+		return nil, err
+	}
 	var kc *kube.Client
 	switch kind {
 	case K3d:
@@ -81,17 +89,14 @@ func openOn(ctx context.Context, kind gateway.Kind, o gateway.Options, st pulumi
 			return nil, err
 		}
 	default:
-		path, kctx := o.Stack.Kubeconfig, o.Stack.Context
-		if path == "" {
-			path, _, _ = st.GetConfig(ctx, configkey.Full(configkey.Kubeconfig))
-		}
-		if kctx == "" {
-			kctx, _, _ = st.GetConfig(ctx, configkey.Full(configkey.KubeContext))
-		}
-		var err error
-		if kc, err = kube.NewClient(path, kctx); err != nil {
+		// The stack's kubeconfig and context, which oneCluster made the flags' (or refused).
+		if kc, err = kube.NewClient(sc.kubeconfig, sc.context); err != nil {
 			return nil, err
 		}
+	}
+	if err := sameCluster(ctx, st, kc, sc); err != nil {
+		kc.Close()
+		return nil, err
 	}
 	drain, err := DrainTimeout(ctx, st)
 	if err != nil {

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"sync"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/igwlab/igwlab/grpclab"
 	"github.com/igwlab/igwlab/h2dial"
 	"github.com/igwlab/igwlab/infra/envoyfilter"
 	"github.com/igwlab/igwlab/internal/configkey"
@@ -92,7 +92,6 @@ type Kube struct {
 	cs         *fake.Clientset
 	EnvoyByPod map[string]*Envoy
 	Execs      [][]string
-	Jobs       []*batchv1.Job
 }
 
 func ReadyPod(ns, name string, labels map[string]string) *corev1.Pod {
@@ -163,14 +162,12 @@ func (k *Kube) Exec(_ context.Context, ns, pod, container string, cmd []string) 
 	e.cxHTTP2++
 	e.rq += 5000
 	e.perWkr[0]++
-	res := h2dial.Result{Requests: 5000, RPS: 1000, ConnectionsOpened: 1, Latency: h2dial.Latency{P99: 80}}
+	var res any = h2dial.Result{Requests: 5000, RPS: 1000, ConnectionsOpened: 1, Latency: h2dial.Latency{P99: 80}}
+	if len(cmd) > 0 && cmd[0] == "/igwlab-grpc" {
+		res = grpclab.Result{Requests: 5000, RPS: 1000, Dials: 1, Codes: map[string]int64{"OK": 5000}, Latency: h2dial.Latency{P99: 80}}
+	}
 	b, _ := json.Marshal(res)
 	return b, nil, nil
-}
-
-func (k *Kube) RunJob(_ context.Context, job *batchv1.Job) ([]byte, error) {
-	k.Jobs = append(k.Jobs, job)
-	return []byte(`{"count":100,"rps":50,"statusCodeDistribution":{"OK":100},"latencyDistribution":[{"percentage":99,"latency":5000000}],"options":{"connections":1}}`), nil
 }
 
 func (k *Kube) Close() {}
@@ -189,6 +186,8 @@ type Stack struct {
 	Previews []map[string]string
 	// Outs are the stack's outputs.
 	Outs map[string]any
+	// CLI is the Pulumi CLI's version ("": the lab's pinned CLI, pulumistack.MinCLI or later).
+	CLI string
 }
 
 func (s *Stack) Name() string { return "lab" }
@@ -239,6 +238,12 @@ func (s *Stack) Destroy(context.Context, io.Writer) error            { return ni
 func (s *Stack) Cancel(context.Context) error                        { return nil }
 func (s *Stack) Outputs(context.Context) (map[string]any, error)     { return s.Outs, nil }
 func (s *Stack) PendingOperations(context.Context) ([]string, error) { return s.Pending, nil }
+func (s *Stack) CLIVersion(context.Context) (string, error) {
+	if s.CLI == "" {
+		return "3.274.1", nil
+	}
+	return s.CLI, nil
+}
 
 // AfterApply is a real-lab target that calls After once each scenario has been applied: a test
 // reads the stack's config there, or cancels the run as a Ctrl-C would.

@@ -33,6 +33,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/igwlab/igwlab/internal/testutil"
 )
 
 // ControlPlane is a running control plane.
@@ -73,7 +75,7 @@ func Start(t *testing.T, kubeBin string) *ControlPlane {
 	saPub := write("sa.pub", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}))
 	tokens := write("tokens.csv", []byte(token+`,admin,admin-uid,"system:masters"`+"\n"))
 
-	client, peer, metrics, api := freePort(t), freePort(t), freePort(t), freePort(t)
+	client, peer, metrics, api := testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
 	cp.run(t, "etcd", etcd, "--name", "default", "--data-dir", filepath.Join(cp.dir, "etcd"),
 		"--listen-client-urls", url(client), "--advertise-client-urls", url(client),
 		"--listen-peer-urls", url(peer), "--initial-advertise-peer-urls", url(peer),
@@ -112,15 +114,6 @@ current-context: test
 func url(port int) string { return fmt.Sprintf("http://127.0.0.1:%d", port) }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
-
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 func (cp *ControlPlane) run(t *testing.T, name, bin string, args ...string) {
 	t.Helper()

@@ -144,6 +144,11 @@ func (l *Local) Pods(_ context.Context, role string) ([]gateway.Pod, error) {
 	}
 	out := make([]gateway.Pod, 0, len(src))
 	for _, p := range src {
+		// A slot with no pod in it (scaled in, replaced by a rollout) is not listed, as a
+		// deleted pod is not.
+		if role == gateway.Gateway && !p.Exists() {
+			continue
+		}
 		out = append(out, gateway.Pod{Name: p.Name, Role: role, Admin: p.AdminURL()})
 	}
 	return out, nil
@@ -200,11 +205,11 @@ func (l *Local) Close() error {
 var _ gateway.Target = (*Local)(nil)
 
 // Disruptions implements Disrupted: pod kills, restarts and stuck workers since a time (knob
-// changes are the scenario's own doing and are left out).
+// changes and the scenario's own events are its own doing and are left out).
 func (l *Local) Disruptions(since time.Time) []gateway.Disruption {
 	var out []gateway.Disruption
 	for _, e := range l.Pool.Events() {
-		if e.Kind != "apply" && !e.Time.Before(since) {
+		if e.Kind != "apply" && !e.Planned && !e.Time.Before(since) {
 			out = append(out, gateway.Disruption{Time: e.Time, Kind: e.Kind, Pod: e.Pod, Detail: e.Detail})
 		}
 	}

@@ -1,0 +1,150 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/igwlab/igwlab/infra"
+	"github.com/igwlab/igwlab/internal/testutil"
+)
+
+// fakeTools writes docker, k3d and pulumi as shell scripts that answer as the real tools do
+// (docker info's --format template, k3d's and pulumi's version lines) into a folder that is
+// then the whole PATH: kubectl, absent from it, is missing.
+func fakeTools(t *testing.T, scripts map[string]string) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range scripts {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", dir)
+}
+
+const (
+	dockerWith2CPUs = `case "$1" in
+info) echo "2 8232873984 28.3.2" ;;
+ps) case "$3" in publish=*) echo "pgadmin" ;; esac ;;
+esac`
+	k3d583      = `echo "k3d version v5.8.3"; echo "k3s version v1.31.5-k3s1 (default)"`
+	pulumiOld   = `echo "v3.230.0"`
+	pulumiFresh = `echo "v3.274.1"`
+	dockerWith8 = `case "$1" in info) echo "8 16465747968 28.3.2" ;; esac`
+	kubectlStub = `exit 0`
+)
+
+// A first-time user's laptop: Docker with 2 CPUs, an old Pulumi CLI, the gateway's host port
+// taken, no kubectl. Each is reported with its fix, and the report fails.
+func TestDoctorReportsWhatAFirstRunWouldHit(t *testing.T) {
+	fakeTools(t, map[string]string{"docker": dockerWith2CPUs, "k3d": k3d583, "pulumi": pulumiOld})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cfg := infra.Defaults
+	cfg.HostPort = l.Addr().(*net.TCPAddr).Port
+	cfg.APIPort = testutil.FreePort(t)
+	r := Run(context.Background(), Options{Config: cfg, Tools: Exec{}, PortBusy: PortBusy})
+	var b bytes.Buffer
+	r.Write(&b)
+	out := strings.Join(strings.Fields(b.String()), " ")
+	t.Log("\n" + b.String())
+	for _, want := range []string{
+		"ok docker Docker 28.3.2, 2 CPUs, 7.7 GiB",
+		"FAIL cpu the lab requests 9.5 CPUs; the Docker VM has 2 CPUs, which each of k3d's 3 nodes reports as its own, so",
+		"fix: give the Docker VM at least 4 CPUs",
+		"ok k3d v5.8.3",
+		"FAIL pulumi v3.230.0 is older than 3.238.0 fix: install the Pulumi CLI 3.238.0 or later",
+		"warn kubectl not found on PATH fix: install kubectl",
+		"in use by container pgadmin (igwlab:hostPort) fix: free it",
+		"ok port", "free (igwlab:apiPort)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+	if !r.Failed() || r.Err() == nil {
+		t.Error("the report does not fail")
+	}
+}
+
+// A machine that has what the lab needs passes; the lab's own cluster may hold its ports.
+func TestDoctorPassesAReadyMachine(t *testing.T) {
+	fakeTools(t, map[string]string{"docker": dockerWith8 + "\n" + `case "$1" in ps) echo "k3d-igw-tc-lab-serverlb" ;; esac`,
+		"k3d": k3d583, "pulumi": pulumiFresh, "kubectl": kubectlStub})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cfg := infra.Defaults
+	cfg.HostPort, cfg.APIPort = l.Addr().(*net.TCPAddr).Port, testutil.FreePort(t)
+	r := Run(context.Background(), Options{Config: cfg, Tools: Exec{}, PortBusy: PortBusy})
+	if r.Failed() {
+		var b bytes.Buffer
+		r.Write(&b)
+		t.Fatalf("a ready machine fails:\n%s", b.String())
+	}
+}
+
+// On a cluster of the user's: its identity, and its nodes' allocatable CPU against the lab's.
+func TestDoctorOnAnExistingCluster(t *testing.T) {
+	fakeTools(t, map[string]string{"pulumi": pulumiFresh, "kubectl": kubectlStub})
+	cfg := infra.Defaults
+	cfg.Cluster = infra.ClusterExisting
+	small := fakeCluster{server: "https://eks.example.com", uid: "4f1c", alloc: []int64{1930, 1930}}
+	r := Run(context.Background(), Options{Config: cfg, Tools: Exec{}, PortBusy: PortBusy, Cluster: small})
+	var b bytes.Buffer
+	r.Write(&b)
+	out := strings.Join(strings.Fields(b.String()), " ")
+	for _, want := range []string{"ok cluster https://eks.example.com (kube-system 4f1c)", "FAIL cpu", "2 schedulable nodes offer 3.9", "add nodes of at least"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, b.String())
+		}
+	}
+	big := fakeCluster{server: "https://eks.example.com", uid: "4f1c", alloc: []int64{7910, 7910, 7910}}
+	if r := Run(context.Background(), Options{Config: cfg, Tools: Exec{}, PortBusy: PortBusy, Cluster: big}); r.Failed() {
+		t.Errorf("three 8-CPU nodes fail: %v", r)
+	}
+}
+
+type fakeCluster struct {
+	server, uid string
+	alloc       []int64
+}
+
+func (f fakeCluster) Identity(context.Context) (string, string, error) { return f.server, f.uid, nil }
+func (f fakeCluster) Allocatable(context.Context) ([]int64, error)     { return f.alloc, nil }
+
+// A Docker VM of 3 CPUs holds the small lab and not the full one: the doctor says so, with the
+// profile as the fix, and passes the small lab's stack on the same machine.
+func TestDoctorSuggestsTheSmallLab(t *testing.T) {
+	fakeTools(t, map[string]string{"docker": `case "$1" in info) echo "3 8232873984 28.3.2" ;; esac`,
+		"k3d": k3d583, "pulumi": pulumiFresh, "kubectl": kubectlStub})
+	for _, tc := range []struct {
+		profile string
+		want    string
+	}{
+		{infra.ProfileFull, "or run the small lab (4 gateway pods, one of each backend; the robust findings held at that size on the local target): pulumi config set igwlab:profile small -s lab"},
+		{infra.ProfileSmall, "ok cpu the lab requests 7.2 CPUs; the Docker VM has 3 CPUs"},
+	} {
+		cfg := infra.Defaults.WithProfile(tc.profile)
+		cfg.HostPort, cfg.APIPort = testutil.FreePort(t), testutil.FreePort(t)
+		r := Run(context.Background(), Options{Config: cfg, Tools: Exec{}, PortBusy: PortBusy})
+		var b bytes.Buffer
+		r.Write(&b)
+		if out := strings.Join(strings.Fields(b.String()), " "); !strings.Contains(out, tc.want) {
+			t.Errorf("profile %s: the report lacks %q:\n%s", tc.profile, tc.want, b.String())
+		}
+		if failed := r.Failed(); failed != (tc.profile == infra.ProfileFull) {
+			t.Errorf("profile %s: failed = %v", tc.profile, failed)
+		}
+	}
+}

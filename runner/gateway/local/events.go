@@ -1,0 +1,59 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/igwlab/igwlab/runner/emulator"
+	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/stacks"
+)
+
+// SetReplicas implements gateway.Evented.
+func (l *Local) SetReplicas(ctx context.Context, n int) error {
+	if n == 0 {
+		n = l.Pool.Config().Pods
+	}
+	return l.Pool.SetReplicas(ctx, n)
+}
+
+// Slots implements gateway.Evented: the pool's pods (--pods) are its slots.
+func (l *Local) Slots() int { return l.Pool.Config().Pods }
+
+// Event implements gateway.Evented.
+func (l *Local) Event(ctx context.Context, ev stacks.Event, pool stacks.Pool) error {
+	pool = pool.WithDefaults()
+	lc := emulator.Lifecycle{ReadyDelay: pool.ReadyDelay.D(), TerminationDrain: pool.TerminationDrain.D()}
+	switch ev.Kind() {
+	case "scale":
+		return l.Pool.ScaleTo(ev.Scale, lc)
+	case "restart":
+		surge, unavailable, err := ev.Restart.Fenceposts(l.Pool.Replicas())
+		if err != nil {
+			return err
+		}
+		// A rollout goes on after the window that started it, as a Deployment's does; it
+		// stops when the pool closes (Ctrl-C included), and the next scenario waits for it.
+		return l.Pool.RollingRestart(context.WithoutCancel(ctx), surge, unavailable, lc)
+	case "push":
+		l.Pool.Push()
+		return nil
+	case "kill":
+		return l.Pool.KillContainer(*ev.Kill, lc)
+	}
+	return fmt.Errorf("event %s: nothing to do", ev)
+}
+
+// Timeline implements gateway.Evented.
+func (l *Local) Timeline(since time.Time) []gateway.Disruption {
+	var out []gateway.Disruption
+	for _, e := range l.Pool.Events() {
+		if e.Planned && !e.Time.Before(since) {
+			out = append(out, gateway.Disruption{Time: e.Time, Kind: e.Kind, Pod: e.Pod, Detail: e.Detail})
+		}
+	}
+	return out
+}
+
+var _ gateway.Evented = (*Local)(nil)

@@ -1,0 +1,44 @@
+package kube
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Identity is the API server's address and the kube-system namespace's UID: the UID is made
+// once per cluster, so it names one cluster whatever kubeconfig, context or address reaches it.
+func (k *Client) Identity(ctx context.Context) (server, uid string, err error) {
+	ns, err := k.CS.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+	if err != nil {
+		return k.Rest.Host, "", err
+	}
+	return k.Rest.Host, string(ns.UID), nil
+}
+
+// Allocatable is the CPU (millicores) each node the scheduler may use offers: nodes that are
+// not cordoned and carry no NoSchedule or NoExecute taint.
+func (k *Client) Allocatable(ctx context.Context) ([]int64, error) {
+	nodes, err := k.CS.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []int64
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable || tainted(n) {
+			continue
+		}
+		out = append(out, n.Status.Allocatable.Cpu().MilliValue())
+	}
+	return out, nil
+}
+
+func tainted(n corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,65 @@
+package pulumistack
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// inlineWorkspace is the folder an inline stack's workspace lives in ("": one the Automation API
+// makes). An inline stack runs the same program as `pulumi up -s <name>`, so it takes the same
+// config: the repository's Pulumi.<name>.yaml is copied into its workspace, and copied again
+// whenever it is newer than the workspace's copy (the user edited it). Without the copy the
+// stack would run on the program's defaults alone, and with monitoring on be refused for a
+// Grafana secret the user did set, in the file.
+func inlineWorkspace(o Options) (string, error) {
+	dir := o.InlineDir
+	src := ""
+	if o.WorkDir != "" {
+		src = filepath.Join(o.WorkDir, "Pulumi."+o.Name+".yaml")
+		if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+			src = ""
+		} else if err != nil {
+			return "", err
+		}
+	}
+	if dir == "" && src == "" {
+		return "", nil
+	}
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "igwlab-inline-"); err != nil {
+			return "", err
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if src != "" {
+		if err := copyIfNewer(src, filepath.Join(dir, filepath.Base(src))); err != nil {
+			return "", fmt.Errorf("the inline stack's config from %s: %w", src, err)
+		}
+	}
+	return dir, nil
+}
+
+// copyIfNewer copies src to dst unless dst is at least as new.
+func copyIfNewer(src, dst string) error {
+	si, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if di, err := os.Stat(dst); err == nil && !si.ModTime().After(di.ModTime()) {
+		return nil
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	tmp := dst + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst) // whole or not at all: a Ctrl-C never leaves half a config
+}
