@@ -57,6 +57,8 @@ type Config struct {
 	BackendReplicas   int
 	ProxyConcurrency  int
 	WaypointReplicas  int
+	// Rollout is the pool's restart and push state (rollout.go).
+	Rollout Rollout
 	// GatewayDrainDuration is Istio's drainDuration for the gateway pods: how long Envoy keeps
 	// a listener that an EnvoyFilter change replaced. Whole seconds (Envoy's --drain-time-s).
 	GatewayDrainDuration time.Duration
@@ -164,12 +166,15 @@ func (r intRange) text() string {
 	return strings.TrimSpace(fmt.Sprintf("%d..%d %s", r.lo, r.hi, r.unit))
 }
 
+// MaxGatewayReplicas is the most gateway pods the lab runs.
+const MaxGatewayReplicas = 50
+
 // intRanges are the whole-number keys: LoadConfig quotes the range for a value that is not a
 // number at all, Validate checks it.
 var intRanges = map[string]intRange{
 	configkey.HostPort:         {1, 65535, ""},
 	configkey.APIPort:          {1, 65535, ""},
-	configkey.GatewayReplicas:  {1, 50, "gateway pods"},
+	configkey.GatewayReplicas:  {1, MaxGatewayReplicas, "gateway pods"},
 	configkey.ProxyConcurrency: {1, 64, "Envoy workers per gateway pod"},
 	configkey.WaypointReplicas: {1, 20, "waypoint pods"},
 }
@@ -274,6 +279,9 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 	integer(configkey.GatewayReplicas, &cfg.GatewayReplicas)
 	integer(configkey.ProxyConcurrency, &cfg.ProxyConcurrency)
 	integer(configkey.WaypointReplicas, &cfg.WaypointReplicas)
+	var rerrs []error
+	cfg.Rollout, rerrs = readRollout(c.Get)
+	errs = append(errs, rerrs...)
 	if raw := c.Get(configkey.GatewayDrainDuration); raw != "" {
 		d, err := ParseDrainDuration(raw)
 		if err != nil {

@@ -24,6 +24,8 @@ type GatewayArgs struct {
 	Istio         *IstioAmbient
 	// Platform is the Istio platform profile (the charts' platform value; "" for Istio's defaults).
 	Platform string
+	// Rollout is the pool's restart annotation and strategy (rollout.go).
+	Rollout Rollout
 	// Check runs after the release is created or updated (Checks.Gateway; nil: none).
 	Check pulumi.ResourceOption
 }
@@ -94,8 +96,10 @@ func NewIngressGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts
 			"requests": pulumi.Map{"cpu": cpu, "memory": pulumi.String(gatewayMemRequest)},
 			"limits":   pulumi.Map{"cpu": cpu, "memory": pulumi.String(gatewayMemLimit)},
 		},
-		"podAnnotations": pulumi.Map{"proxy.istio.io/config": pulumi.String(c.ProxyConfig)},
 	}
+	annotations := pulumi.Map{"proxy.istio.io/config": pulumi.String(c.ProxyConfig)}
+	args.Rollout.chartValues(values, annotations)
+	values["podAnnotations"] = annotations
 	if args.Install {
 		src, repo := args.Upstream.chart("gateway", IstioChartRepo)
 		c.Release, err = helm.NewRelease(ctx, GatewayRelease, &helm.ReleaseArgs{
@@ -111,5 +115,6 @@ func NewIngressGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{
 		"namespace": pulumi.String(GatewayNamespace), "replicas": pulumi.Int(args.Replicas),
 		"concurrency": pulumi.Int(args.Concurrency), "drainDuration": pulumi.String(DurationText(args.DrainDuration)),
+		"restartedAt": pulumi.String(args.Rollout.restartedText()),
 	})
 }

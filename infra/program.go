@@ -102,7 +102,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	if lab.Gateway, err = NewIngressGateway(ctx, "gateway", &GatewayArgs{Version: cfg.IstioVersion,
 		Replicas: cfg.GatewayReplicas, Concurrency: cfg.ProxyConcurrency, DrainDuration: cfg.GatewayDrainDuration,
 		Install: cfg.InstallUpstream, Upstream: cfg.Upstream, SkipAwait: cfg.SkipAwait, Istio: lab.Istio, Platform: cfg.istioProfile(),
-		Check: gatewayCheck}, opts...); err != nil {
+		Rollout: cfg.Rollout, Check: gatewayCheck}, opts...); err != nil {
 		return nil, err
 	}
 	root, err := RepoRoot()
@@ -147,7 +147,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	}
 	if lab.Scenario, err = NewScenario(ctx, "scenario", &ScenarioArgs{Names: scenarios, Catalog: cat,
 		JWKS: cfg.JWKS, Istio: lab.Istio, Gateway: lab.Gateway, SideBySide: cfg.RenderAllScenarios,
-		Overrides: cfg.Knobs, Checks: checks}, opts...); err != nil {
+		Overrides: cfg.Knobs, Push: cfg.Rollout.Push, Checks: checks}, opts...); err != nil {
 		return nil, err
 	}
 

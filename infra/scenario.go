@@ -24,6 +24,9 @@ type ScenarioArgs struct {
 	SideBySide bool
 	// Overrides replace knobs of the selected scenario (igwlab:knobs).
 	Overrides stacks.Knobs
+	// Push is the config push generation the selected scenario's filter carries
+	// (igwlab:gatewayPush, envoyfilter.WithPush).
+	Push int
 	// Checks bind the in-effect check to the filter (nil: off; never side by side).
 	Checks *Checks
 }
@@ -59,12 +62,15 @@ func NewScenario(ctx *pulumi.Context, name string, args *ScenarioArgs, opts ...p
 			objName, resName = envoyfilter.DefaultName+"-"+sc.Name, "envoyfilter-"+sc.Name
 		}
 		obj := envoyfilter.Object(objName, sc, envoyfilter.DefaultTarget)
+		if !args.SideBySide {
+			envoyfilter.WithPush(obj["spec"].(map[string]any), envoyfilter.DefaultTarget, args.Push)
+		}
 		if err := envoyfilter.Validate(obj["spec"].(map[string]any)); err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
 		efOpts := deps
 		if !args.SideBySide {
-			check, err := args.Checks.Scenario(sc.Name, sc.Knobs, envoyfilter.DefaultTarget)
+			check, err := args.Checks.Scenario(sc.Name, sc.Knobs, args.Push, envoyfilter.DefaultTarget)
 			if err != nil {
 				return nil, err
 			}

@@ -152,14 +152,20 @@ func (c *Checks) onGateway(check func(context.Context, inforce.Pool) (string, er
 
 // Scenario is the check bound to the scenario's EnvoyFilter: every gateway pod's
 // /config_dump shows the knobs and no listener or filter chain is left draining.
-func (c *Checks) Scenario(name string, k stacks.Knobs, t envoyfilter.Target) (pulumi.ResourceOption, error) {
+// With a config push (igwlab:gatewayPush), every pod must show its generation first: the
+// listener update reached the pod and the connections it replaced have drained.
+func (c *Checks) Scenario(name string, k stacks.Knobs, push int, t envoyfilter.Target) (pulumi.ResourceOption, error) {
 	return c.bind(ScenarioCheck, c.onGateway(func(ctx context.Context, pool inforce.Pool) (string, error) {
-		res, err := inforce.Wait(ctx, pool, inforce.Want{Knobs: k, Drained: true, Pods: c.want}, c.timeout)
+		res, err := inforce.Wait(ctx, pool, inforce.Want{Knobs: k, Push: push, Drained: true, Pods: c.want}, c.timeout)
 		if err != nil {
 			return "", c.scenarioFailed(name, t, err)
 		}
-		return fmt.Sprintf("scenario %s in effect on %d/%d gateway pods after %.1f s (%s; no listener draining)",
-			name, res.Pods, c.want, res.Took.Seconds(), k.Short()), nil
+		pushed := ""
+		if push > 0 {
+			pushed = fmt.Sprintf("; config push %d drained", push)
+		}
+		return fmt.Sprintf("scenario %s in effect on %d/%d gateway pods after %.1f s (%s; no listener draining%s)",
+			name, res.Pods, c.want, res.Took.Seconds(), k.Short(), pushed), nil
 	}))
 }
 
@@ -193,14 +199,21 @@ func (c *Checks) scenarioFailed(name string, t envoyfilter.Target, err error) er
 func (c *Checks) Gateway() (pulumi.ResourceOption, error) {
 	return c.bind(GatewayCheck, c.onGateway(func(ctx context.Context, pool inforce.Pool) (string, error) {
 		w := c.cfg.ProxyConcurrency
-		res, err := inforce.Wait(ctx, pool, inforce.Want{Concurrency: w, WorkerStats: true, Pods: c.want}, c.timeout)
+		// A rolling restart is complete when every pod is a new one; a scale-out when the new
+		// pods pass their readiness probe.
+		res, err := inforce.Wait(ctx, pool, inforce.Want{Concurrency: w, WorkerStats: true, Pods: c.want,
+			Live: true, StartedAfter: c.cfg.Rollout.RestartedAt}, c.rolloutTimeout())
 		if err != nil {
 			return "", fmt.Errorf("gateway: %w\nThe proxy.istio.io/config annotation (concurrency, proxyStatsMatcher) is read when a pod starts: "+
 				"pods that started before it changed keep the old values (kubectl rollout restart -n %s deploy/%s). %s false skips this check.",
 				err, GatewayNamespace, GatewayRelease, configkey.Full(configkey.Verify))
 		}
-		return fmt.Sprintf("gateway: %d/%d pods run %d worker(s) and expose per-worker listener and connection manager stats (after %.1f s)",
-			res.Pods, c.want, w, res.Took.Seconds()), nil
+		restarted := ""
+		if at := c.cfg.Rollout.restartedText(); at != "" {
+			restarted = ", every one started after the restart of " + at
+		}
+		return fmt.Sprintf("gateway: %d/%d pods ready, run %d worker(s) and expose per-worker listener and connection manager stats%s (after %.1f s)",
+			res.Pods, c.want, w, restarted, res.Took.Seconds()), nil
 	}))
 }
 

@@ -134,6 +134,12 @@ func (r Restart) Fenceposts(replicas int) (surge, unavailable int, err error) {
 	return surge, unavailable, nil
 }
 
+// CheckRollingValue checks a maxSurge or maxUnavailable value: a count or a percentage.
+func CheckRollingValue(v string) error {
+	_, err := scaledValue(v, 1, false)
+	return err
+}
+
 func scaledValue(v string, total int, roundUp bool) (int, error) {
 	if pct, ok := strings.CutSuffix(v, "%"); ok {
 		p, err := strconv.Atoi(pct)

@@ -65,17 +65,7 @@ func Spec(sc stacks.Scenario, t Target) map[string]any {
 	patches := []any{}
 	if hcm := hcmValue(sc); len(hcm) > 0 {
 		hcm["@type"] = HCMType
-		patches = append(patches, map[string]any{
-			"applyTo": "NETWORK_FILTER",
-			"match": map[string]any{
-				"context": "GATEWAY",
-				"listener": map[string]any{
-					"portNumber":  t.Port,
-					"filterChain": map[string]any{"filter": map[string]any{"name": HCMFilter}},
-				},
-			},
-			"patch": map[string]any{"operation": "MERGE", "value": map[string]any{"typed_config": hcm}},
-		})
+		patches = append(patches, hcmPatch(t.Port, hcm))
 	}
 	if l := sc.Knobs.Envoy("listener."); len(l) > 0 {
 		patches = append(patches, map[string]any{
@@ -137,7 +127,10 @@ func Knobs(spec map[string]any) (stacks.Knobs, *stacks.AccessLog, error) {
 		default:
 			return k, nil, fmt.Errorf("configPatches[%d]: applyTo %v is not one igwlab renders", i, pm["applyTo"])
 		}
-		if err := k.ReadEnvoy(root, prefix, "access_log"); err != nil {
+		if err := k.ReadEnvoy(root, prefix, "access_log", "tracing"); err != nil {
+			return k, nil, fmt.Errorf("configPatches[%d]: %w", i, err)
+		}
+		if _, err := pushOf(root); err != nil && prefix == "hcm." {
 			return k, nil, fmt.Errorf("configPatches[%d]: %w", i, err)
 		}
 		if logs, ok := root["access_log"].([]any); ok && prefix == "hcm." {

@@ -21,13 +21,20 @@ const (
 
 // The program's other keys.
 const (
-	APIPort                    = "apiPort"
-	BuildImages                = "buildImages"
-	Cluster                    = "cluster"
-	ClusterName                = "clusterName"
-	FortioImage                = "fortioImage"
-	GatewayAPIVersion          = "gatewayApiVersion"
-	GatewayReplicas            = "gatewayReplicas"
+	APIPort           = "apiPort"
+	BuildImages       = "buildImages"
+	Cluster           = "cluster"
+	ClusterName       = "clusterName"
+	FortioImage       = "fortioImage"
+	GatewayAPIVersion = "gatewayApiVersion"
+	GatewayReplicas   = "gatewayReplicas"
+	// GatewayRestartedAt, GatewayMaxSurge, GatewayMaxUnavailable and GatewayPush are the
+	// pool changes of a scenario's events (a rolling restart, its strategy, a config push),
+	// which the runner sets before a pulumi up (infra/rollout.go).
+	GatewayRestartedAt         = "gatewayRestartedAt"
+	GatewayMaxSurge            = "gatewayMaxSurge"
+	GatewayMaxUnavailable      = "gatewayMaxUnavailable"
+	GatewayPush                = "gatewayPush"
 	GrafanaPassword            = "grafanaPassword"
 	H2dialImage                = "h2dialImage"
 	HostPort                   = "hostPort"
@@ -66,7 +73,7 @@ const (
 // refused, so that a misspelt one is not ignored.
 var All = []string{
 	APIPort, BuildImages, Cluster, ClusterName, FortioImage, GatewayAdmins, GatewayAPIVersion, GatewayURL,
-	GatewayDrainDuration, GatewayReplicas, GrafanaPassword,
+	GatewayDrainDuration, GatewayMaxSurge, GatewayMaxUnavailable, GatewayPush, GatewayReplicas, GatewayRestartedAt, GrafanaPassword,
 	H2dialImage, HostPort, HTTPBinImage, InstallUpstream, IstioVersion, JWKS, JWTKey, K3sImage,
 	Knobs, KubeContext, KubePrometheusStackVersion, Kubeconfig, Monitoring, Platform, Profile, PrometheusURL, ProxyConcurrency,
 	RenderAllScenarios, RenderDir, Scenario, SkipAwait, UpstreamDir, Verify, VerifyTimeout,

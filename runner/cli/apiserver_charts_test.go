@@ -57,11 +57,12 @@ func upstreamDir(t *testing.T) string {
 // provider installs base, istiod, cni, ztunnel and the gateway with Helm, and the lab's objects
 // land on the CRDs the base chart brought. Then a scenario switch previews as an update of the
 // EnvoyFilter alone: no Helm release is upgraded or replaced, and applying it changes no
-// release either. Monitoring is off: kube-prometheus-stack cannot be fetched here.
+// release either; then a scenario's pool events go through the same stack
+// (poolEventsThroughTheStack). Monitoring is off: kube-prometheus-stack cannot be fetched here.
 func TestAPIServerTierWithIstioCharts(t *testing.T) {
 	kubeBin, pulumiBin := apiServerTools(t)
 	up := upstreamDir(t)
-	cp := kubetest.Start(t, kubeBin)
+	cp := kubetest.Start(t, kubeBin, "deployment", "replicaset")
 	const name = "igwlab-apiserver-charts-test"
 	ctx := context.Background()
 	st, inline := apiServerStack(t, pulumiBin, name, map[string]string{"kubeconfig": cp.Kubeconfig,
@@ -117,4 +118,5 @@ func TestAPIServerTierWithIstioCharts(t *testing.T) {
 	if p.Changes["same"] == 0 || len(p.Changes) != 1 && !(len(p.Changes) == 2 && p.Changes["read"] == 1) {
 		t.Errorf("after the switch, a preview still has changes: %v\n%s", p.Changes, p.Diff)
 	}
+	poolEventsThroughTheStack(t, st, dyn)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -22,11 +23,12 @@ import (
 	"github.com/igwlab/igwlab/infra/envoyfilter"
 	"github.com/igwlab/igwlab/runner/emulator"
 	"github.com/igwlab/igwlab/runner/gateway/kubetest"
+	"github.com/igwlab/igwlab/runner/pulumistack"
 )
 
 // istiodStandIn does istiod's part for the emulated pool: each EnvoyFilter version that
 // reaches the API server is turned into the pool's knobs, as istiod would push it to the
-// gateway pods, and the httpbin Service's istio.io/use-waypoint label routes the pods through
+// gateway pods (with its config push generation), and the httpbin Service's istio.io/use-waypoint label routes the pods through
 // the pool's waypoint tier. With push off it applies nothing: an EnvoyFilter that matched no
 // listener; with waypoints off it ignores the label: a waypoint that never took the traffic.
 type istiodStandIn struct {
@@ -51,11 +53,12 @@ func (s *istiodStandIn) run(ctx context.Context, dyn dynamic.Interface) {
 			var spec map[string]any
 			_ = json.Unmarshal(raw, &spec)
 			k, _, err := envoyfilter.Knobs(spec)
+			push, perr := envoyfilter.Push(spec)
 			s.mu.Lock()
-			if err != nil {
+			if err = errors.Join(err, perr); err != nil {
 				s.err = err
 			} else {
-				s.pool.Apply(emulator.Setup{Knobs: k, Waypoint: waypoint})
+				s.pool.Apply(emulator.Setup{Knobs: k, Waypoint: waypoint, Push: push})
 				s.version = fmt.Sprintf("%s/%v", obj.GetResourceVersion(), waypoint)
 			}
 			s.mu.Unlock()
@@ -75,6 +78,27 @@ func (s *istiodStandIn) seen() string {
 
 // verifyLine is the check's line in pulumi up's output.
 var verifyLine = regexp.MustCompile(`verify: [^\n]*`)
+
+// upWith sets igwlab: config on the stack, runs pulumi up, logs the checks' lines (each
+// once) and returns its output.
+func upWith(ctx context.Context, t *testing.T, st pulumistack.Stack, what string, conf map[string]string) (string, error) {
+	t.Helper()
+	for k, v := range conf {
+		if err := st.SetConfig(ctx, "igwlab:"+k, v, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	_, err := st.Up(ctx, &out)
+	seen := map[string]bool{}
+	for _, l := range verifyLine.FindAllString(out.String(), -1) {
+		if !seen[l] {
+			seen[l] = true
+			t.Logf("%s: %s", what, l)
+		}
+	}
+	return out.String(), err
+}
 
 // TestAPIServerTierHooks runs the program's after-update checks (Pulumi resource hooks)
 // through the Pulumi CLI against a real kube-apiserver, with the local emulator's pods standing
@@ -121,15 +145,7 @@ func TestAPIServerTierHooks(t *testing.T) {
 		"waypointAdmins": strings.Join(waypointAdmins, ","), "gatewayUrl": "http://" + pool.VIP()})
 	up := func(scenario string) (string, error) {
 		t.Helper()
-		if err := st.SetConfig(ctx, "igwlab:scenario", scenario, false); err != nil {
-			t.Fatal(err)
-		}
-		var out bytes.Buffer
-		_, err := st.Up(ctx, &out)
-		for _, l := range verifyLine.FindAllString(out.String(), -1) {
-			t.Logf("%s: %s", scenario, l)
-		}
-		return out.String(), err
+		return upWith(ctx, t, st, scenario, map[string]string{"scenario": scenario})
 	}
 	carried := regexp.MustCompile(`verify: waypoint carries the gateway's traffic: \d+/20 requests seen on 2 waypoint pods after \d+\.\d s`)
 	for _, sc := range []string{"02-trigger", "04-mrpc", "06-waypoint-baseline", "07-waypoint-trigger"} {

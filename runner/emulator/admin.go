@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/igwlab/igwlab/stacks"
 )
 
 // adminServer is a pod's Envoy admin endpoint (Istio's :15000, with :15090's /stats/prometheus).
@@ -238,6 +240,9 @@ func configDump(c *listenerConfig, listener, prefix string) map[string]any {
 	hcm["@type"] = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 	hcm["stat_prefix"] = prefix
 	hcm["http_filters"] = httpFilters
+	if c.push > 0 {
+		hcm["tracing"] = stacks.PushTracing(c.push)
+	}
 	if al := c.filters.AccessLog; al != nil {
 		hcm["access_log"] = []any{map[string]any{"name": "envoy.access_loggers.file",
 			"filter": map[string]any{"response_flag_filter": map[string]any{"flags": al.ResponseFlags}}}}

@@ -36,6 +36,7 @@ type listenerConfig struct {
 
 	filters  stacks.Filters
 	waypoint bool
+	push     int // the EnvoyFilter's config push generation (Setup.Push)
 }
 
 // knobFields binds every knob of the registry to the field the emulator reads it from; a knob
@@ -72,10 +73,14 @@ type Setup struct {
 	Knobs    stacks.Knobs
 	Filters  stacks.Filters
 	Waypoint bool
+	// Push is the config push generation an EnvoyFilter carries (envoyfilter.WithPush): the
+	// listener's connection manager shows it in /config_dump, and a new one drains every
+	// connection as a push does.
+	Push int
 }
 
 func newListenerConfig(s Setup, generation int) *listenerConfig {
-	c := &listenerConfig{generation: generation, knobs: s.Knobs.InForce(), filters: s.Filters, waypoint: s.Waypoint}
+	c := &listenerConfig{generation: generation, knobs: s.Knobs.InForce(), filters: s.Filters, waypoint: s.Waypoint, push: s.Push}
 	for _, spec := range stacks.Registry {
 		if bind := knobFields[spec.Path]; bind != nil {
 			_ = spec.Load(&c.knobs, bind(c)) // the field's type is the knob's (TestEveryKnobIsEmulated)

@@ -374,7 +374,8 @@ func setupKey(s Setup) string {
 		K any
 		F stacks.Filters
 		W bool
-	}{s.Knobs.Set(), s.Filters, s.Waypoint})
+		P int
+	}{s.Knobs.Set(), s.Filters, s.Waypoint, s.Push})
 	return string(b)
 }
 

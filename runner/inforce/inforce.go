@@ -38,6 +38,15 @@ type Want struct {
 	WorkerStats bool
 	// Pods is how many pods there must be (0: at least one).
 	Pods int
+	// Push, when not 0, is the config push generation each pod's /config_dump must show
+	// (stacks.PushTag): the push reached the pod, so a Drained read after it means the
+	// connections it replaced have drained, not that it has not arrived.
+	Push int
+	// StartedAfter, when set, is when the pods' Envoy must have started after (server_info's
+	// uptime): a rolling restart completed when every pod is a new one.
+	StartedAfter time.Time
+	// Live: each pod's /ready says LIVE (the readiness probe passes: the pod serves).
+	Live bool
 }
 
 // Result is what a check that passed saw.
@@ -148,6 +157,9 @@ func checkPod(ctx context.Context, pool Pool, pod string, w Want) []string {
 		}
 		missing = append(missing, m...)
 	}
+	if w.Push > 0 {
+		missing = append(missing, pushShown(ctx, pool, pod, w)...)
+	}
 	if w.Drained {
 		raw, err := pool.Admin(ctx, pod, "/stats?filter="+url.QueryEscape(stats.DrainingFilter))
 		if err != nil {
@@ -157,18 +169,11 @@ func checkPod(ctx context.Context, pool Pool, pod string, w Want) []string {
 			missing = append(missing, fmt.Sprintf("%d listener(s) or filter chain(s) still draining", n))
 		}
 	}
-	if w.Concurrency > 0 {
-		raw, err := pool.Admin(ctx, pod, "/server_info")
-		if err != nil {
-			return append(missing, err.Error())
-		}
-		si, err := stats.ParseServerInfo(raw)
-		if err != nil {
-			return append(missing, err.Error())
-		}
-		if si.Concurrency != w.Concurrency {
-			missing = append(missing, fmt.Sprintf("concurrency=%d (server_info: %d)", w.Concurrency, si.Concurrency))
-		}
+	if w.Concurrency > 0 || !w.StartedAfter.IsZero() {
+		missing = append(missing, serverInfo(ctx, pool, pod, w)...)
+	}
+	if w.Live {
+		missing = append(missing, live(ctx, pool, pod)...)
 	}
 	if w.WorkerStats {
 		missing = append(missing, workerStats(ctx, pool, pod)...)
@@ -193,6 +198,57 @@ func workerStats(ctx context.Context, pool Pool, pod string) []string {
 	}
 	if len(snap.WorkerSeries("downstream_cx_active", names.Listener)) == 0 {
 		return []string{fmt.Sprintf("no per-worker listener stats (envoy_listener_worker_N_downstream_cx_active{listener_address=%q}): is proxyStatsMatcher including listener.*?", names.Listener)}
+	}
+	return nil
+}
+
+// pushShown checks that the pod's listener carries the push generation wanted.
+func pushShown(ctx context.Context, pool Pool, pod string, w Want) []string {
+	dump, err := pool.Admin(ctx, pod, "/config_dump")
+	if err != nil {
+		return []string{err.Error()}
+	}
+	n, err := stats.PushInForce(dump, w.Prefix)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	if n != w.Push {
+		return []string{fmt.Sprintf("config push %d not in force (config_dump: tracing tag %s=%d): istiod has not pushed it to this pod yet", w.Push, stacks.PushTag, n)}
+	}
+	return nil
+}
+
+// serverInfo checks the worker count and the process's start against /server_info.
+func serverInfo(ctx context.Context, pool Pool, pod string, w Want) []string {
+	raw, err := pool.Admin(ctx, pod, "/server_info")
+	if err != nil {
+		return []string{err.Error()}
+	}
+	si, err := stats.ParseServerInfo(raw)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var missing []string
+	if w.Concurrency > 0 && si.Concurrency != w.Concurrency {
+		missing = append(missing, fmt.Sprintf("concurrency=%d (server_info: %d)", w.Concurrency, si.Concurrency))
+	}
+	// uptime_current_epoch is in whole seconds: a pod started within the second of the
+	// restart's time counts as new.
+	if started := time.Now().Add(-si.Uptime); !w.StartedAfter.IsZero() && started.Before(w.StartedAfter.Add(-time.Second)) {
+		missing = append(missing, fmt.Sprintf("started before the restart of %s (server_info: up %s): an old pod still serves",
+			w.StartedAfter.UTC().Format(time.RFC3339), si.Uptime))
+	}
+	return missing
+}
+
+// live checks that the pod's /ready says LIVE, as the readiness probe does.
+func live(ctx context.Context, pool Pool, pod string) []string {
+	raw, err := pool.Admin(ctx, pod, "/ready")
+	if err != nil {
+		return []string{"not ready: " + err.Error()}
+	}
+	if s := strings.TrimSpace(string(raw)); s != "LIVE" {
+		return []string{fmt.Sprintf("not ready (/ready: %s)", s)}
 	}
 	return nil
 }

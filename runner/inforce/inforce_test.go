@@ -119,3 +119,49 @@ func TestParseURLs(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitSeesPushRestartAndReadiness: a config push is in force once every pod's
+// /config_dump carries its generation, and Wait then waits out the drain it started; a
+// restart is complete once every pod's Envoy started after it (server_info's uptime); a pod
+// terminating is not ready.
+func TestWaitSeesPushRestartAndReadiness(t *testing.T) {
+	p, urls := pool(t, 2, 1, 300*time.Millisecond)
+	ctx := context.Background()
+	_, err := inforce.Wait(ctx, urls, inforce.Want{Push: 1, Drained: true, Pods: 2}, 300*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "config push 1 not in force (config_dump: tracing tag igwlab.push=0)") {
+		t.Errorf("a push no pod got: %v", err)
+	}
+	p.Apply(emulator.Setup{Push: 1})
+	res, err := inforce.Wait(ctx, urls, inforce.Want{Push: 1, Drained: true, Pods: 2}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Took < 200*time.Millisecond {
+		t.Errorf("the push's drain was not waited for: %+v", res)
+	}
+
+	_, err = inforce.Wait(ctx, urls, inforce.Want{StartedAfter: time.Now().Add(time.Hour)}, 300*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "an old pod still serves") {
+		t.Errorf("pods older than the restart: %v", err)
+	}
+	restart := time.Now()
+	for i := range 2 {
+		if err := p.KillPod(i); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.RestartPod(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := inforce.Wait(ctx, urls, inforce.Want{StartedAfter: restart, Live: true, Pods: 2}, 10*time.Second); err != nil {
+		t.Errorf("every pod restarted: %v", err)
+	}
+
+	if err := p.ScaleTo(1, emulator.Lifecycle{TerminationDrain: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = inforce.Wait(ctx, urls, inforce.Want{Live: true}, 500*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "not ready") {
+		t.Errorf("a terminating pod read as ready: %v", err)
+	}
+}

@@ -96,6 +96,14 @@ func (k *Client) List(ctx context.Context, ns, selector string) ([]corev1.Pod, e
 	return list.Items, nil
 }
 
+// Delete deletes a pod with a grace period in seconds (0: at once).
+func (k *Client) Delete(ctx context.Context, ns, pod string, graceSeconds int64) error {
+	if err := k.CS.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: &graceSeconds}); err != nil {
+		return fmt.Errorf("deleting pod %s/%s: %w", ns, pod, err)
+	}
+	return nil
+}
+
 // Pods lists pods that are running and ready.
 func (k *Client) Pods(ctx context.Context, ns, selector string) ([]corev1.Pod, error) {
 	pods, err := k.List(ctx, ns, selector)

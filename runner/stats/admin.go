@@ -39,6 +39,9 @@ type ServerInfo struct {
 	// Concurrency is the number of worker threads (--concurrency).
 	Concurrency int
 	Version     string
+	// Uptime is uptime_current_epoch: how long this Envoy process has run (a restarted pod or
+	// container starts again from 0; Istio runs no hot restart). 0 when absent.
+	Uptime time.Duration
 }
 
 // ParseServerInfo reads an admin's /server_info.
@@ -48,11 +51,20 @@ func ParseServerInfo(raw []byte) (ServerInfo, error) {
 			Concurrency int `json:"concurrency"`
 		} `json:"command_line_options"`
 		Version string `json:"version"`
+		Uptime  string `json:"uptime_current_epoch"` // a protobuf Duration: "31043s"
 	}
 	if err := json.Unmarshal(raw, &si); err != nil {
 		return ServerInfo{}, fmt.Errorf("reading /server_info: %w", err)
 	}
-	return ServerInfo{Concurrency: si.Options.Concurrency, Version: si.Version}, nil
+	out := ServerInfo{Concurrency: si.Options.Concurrency, Version: si.Version}
+	if si.Uptime != "" {
+		d, err := time.ParseDuration(si.Uptime)
+		if err != nil {
+			return ServerInfo{}, fmt.Errorf("reading /server_info: uptime_current_epoch %q: %w", si.Uptime, err)
+		}
+		out.Uptime = d
+	}
+	return out, nil
 }
 
 // GetAdmin reads one path of an Envoy admin at its base URL, within AdminTimeout: the body of

@@ -3,6 +3,7 @@ package stats
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/igwlab/igwlab/stacks"
@@ -113,4 +114,27 @@ func MissingKnobs(dump []byte, k stacks.Knobs, prefix string) ([]string, error) 
 		}
 	}
 	return missing, nil
+}
+
+// PushInForce is the config push generation the gateway listener's connection manager
+// carries in /config_dump (stacks.PushTag), 0 when it carries none.
+func PushInForce(dump []byte, prefix string) (int, error) {
+	_, hcm, err := GatewayListener(dump, prefix)
+	if err != nil {
+		return 0, err
+	}
+	tr, _ := hcm["tracing"].(map[string]any)
+	tags, _ := tr["custom_tags"].([]any)
+	for _, t := range tags {
+		tag, _ := t.(map[string]any)
+		lit, _ := tag["literal"].(map[string]any)
+		if tag["tag"] == stacks.PushTag {
+			n, err := strconv.Atoi(fmt.Sprint(lit["value"]))
+			if err != nil {
+				return 0, fmt.Errorf("/config_dump: tracing tag %s has the value %v, not a generation", stacks.PushTag, lit["value"])
+			}
+			return n, nil
+		}
+	}
+	return 0, nil
 }

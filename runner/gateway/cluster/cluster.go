@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/igwlab/igwlab/infra"
@@ -71,9 +72,11 @@ func DrainTimeout(ctx context.Context, st pulumistack.Stack) (time.Duration, err
 // Cluster is the real lab: scenarios are switched through the Pulumi stack, stats come from each
 // gateway pod's Envoy admin through a port-forward, and the load runs in the loadgen namespace.
 type Cluster struct {
-	o    ClusterOptions
-	key  *jwt.Key
-	seen podsSeen
+	o      ClusterOptions
+	key    *jwt.Key
+	seen   podsSeen
+	ev     poolEvents
+	evOnce sync.Once
 }
 
 // NewCluster makes a cluster target.
@@ -156,6 +159,10 @@ func (c *Cluster) Apply(ctx context.Context, sc stacks.Scenario) error {
 
 // switchStack sets the scenario in the stack's config and runs `pulumi up`.
 func (c *Cluster) switchStack(ctx context.Context, sc stacks.Scenario) error {
+	// After the last window's events' updates: the stack takes one update at a time.
+	ev := c.events()
+	ev.upMu.Lock()
+	defer ev.upMu.Unlock()
 	if sc.Filters.JWT != nil {
 		if err := c.ensureJWTKey(ctx); err != nil {
 			return err
@@ -303,6 +310,7 @@ func (c *Cluster) Token(issuer string) (string, error) {
 
 // Close implements Target.
 func (c *Cluster) Close() error {
+	c.closeEvents()
 	c.o.Kube.Close()
 	if c.o.OnClose != nil {
 		c.o.OnClose()

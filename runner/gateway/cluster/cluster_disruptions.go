@@ -36,8 +36,10 @@ func (s *podsSeen) get() map[string]bool {
 // container that terminated and restarted since the time, a gateway pod that started since
 // then (a replacement, or a scale-up), and a pod of the scenario's start that is no longer
 // ready. Envoy's own counters show a restart too (the analysis sees them go back to zero);
-// this adds what and when.
+// this adds what and when. Pods the scenario's own events started, deleted or replaced are
+// its timeline (Timeline), not disruptions.
 func (c *Cluster) Disruptions(since time.Time) []gateway.Disruption {
+	planned := c.events().plannedPods()
 	s := selectors[gateway.Gateway]
 	ctx, cancel := context.WithTimeout(context.Background(), gateway.AdminTimeout)
 	defer cancel()
@@ -49,7 +51,7 @@ func (c *Cluster) Disruptions(since time.Time) []gateway.Disruption {
 	now := map[string]bool{}
 	for _, p := range pods {
 		now[p.Name] = true
-		if t := p.CreationTimestamp.Time; t.After(since) {
+		if t := p.CreationTimestamp.Time; t.After(since) && !planned[p.Name] {
 			out = append(out, gateway.Disruption{Time: t, Kind: "new-pod", Pod: p.Name, Detail: "joined the pool during the scenario (a replacement or a scale-up)"})
 		}
 		for _, cs := range p.Status.ContainerStatuses {
@@ -60,7 +62,7 @@ func (c *Cluster) Disruptions(since time.Time) []gateway.Disruption {
 		}
 	}
 	for name := range c.seen.get() {
-		if !now[name] {
+		if !now[name] && !planned[name] {
 			out = append(out, gateway.Disruption{Time: time.Now(), Kind: "gone", Pod: name, Detail: "ready at the scenario's start, not ready or deleted at its end"})
 		}
 	}

@@ -9,10 +9,14 @@ import (
 )
 
 // Kube is what the cluster target needs from Kubernetes: its pods, an HTTP GET on a pod's
-// port (Envoy's admin, through a port-forward) and a command run in a pod.
+// port (Envoy's admin, through a port-forward), a command run in a pod, and a pod deleted.
 // kube.Client is it over client-go.
 type Kube interface {
 	Pods(ctx context.Context, namespace, selector string) ([]corev1.Pod, error)
+	// List is every pod the selector matches, whatever its phase (Pods keeps the ready ones).
+	List(ctx context.Context, namespace, selector string) ([]corev1.Pod, error)
+	// Delete deletes a pod with a grace period in seconds.
+	Delete(ctx context.Context, namespace, pod string, graceSeconds int64) error
 	Get(ctx context.Context, namespace, pod string, port int, path string) ([]byte, error)
 	Exec(ctx context.Context, namespace, pod, container string, cmd []string) (stdout, stderr []byte, err error)
 	Close()

@@ -8,6 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -92,6 +95,7 @@ type Kube struct {
 	cs         *fake.Clientset
 	EnvoyByPod map[string]*Envoy
 	Execs      [][]string
+	workers    int
 }
 
 func ReadyPod(ns, name string, labels map[string]string) *corev1.Pod {
@@ -100,7 +104,7 @@ func ReadyPod(ns, name string, labels map[string]string) *corev1.Pod {
 }
 
 func NewKube(pods, workers int) *Kube {
-	k := &Kube{cs: fake.NewSimpleClientset(), EnvoyByPod: map[string]*Envoy{}}
+	k := &Kube{cs: fake.NewSimpleClientset(), EnvoyByPod: map[string]*Envoy{}, workers: workers}
 	add := func(p *corev1.Pod) {
 		_, _ = k.cs.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{})
 	}
@@ -122,11 +126,23 @@ func NewKube(pods, workers int) *Kube {
 func (k *Kube) Clientset() *fake.Clientset { return k.cs }
 
 func (k *Kube) Pods(ctx context.Context, ns, sel string) ([]corev1.Pod, error) {
+	list, err := k.List(ctx, ns, sel)
+	if err != nil {
+		return nil, err
+	}
+	return kube.ReadyPods(list), nil
+}
+
+func (k *Kube) List(ctx context.Context, ns, sel string) ([]corev1.Pod, error) {
 	list, err := k.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, err
 	}
-	return kube.ReadyPods(list.Items), nil
+	return list.Items, nil
+}
+
+func (k *Kube) Delete(ctx context.Context, ns, pod string, _ int64) error {
+	return k.cs.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{})
 }
 
 func (k *Kube) Get(_ context.Context, ns, pod string, port int, path string) ([]byte, error) {
@@ -158,7 +174,7 @@ func (k *Kube) Exec(_ context.Context, ns, pod, container string, cmd []string) 
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.Execs = append(k.Execs, cmd)
-	e := k.EnvoyByPod["istio-ingressgateway-7c9d-a"]
+	e := k.EnvoyByPod[slices.Min(slices.Collect(maps.Keys(k.EnvoyByPod)))]
 	e.cxHTTP2++
 	e.rq += 5000
 	e.perWkr[0]++
@@ -188,6 +204,10 @@ type Stack struct {
 	Outs map[string]any
 	// CLI is the Pulumi CLI's version ("": the lab's pinned CLI, pulumistack.MinCLI or later).
 	CLI string
+
+	// The gateway Deployment's state (pool.go).
+	own, replicaSet, created int
+	restarted                string
 }
 
 func (s *Stack) Name() string { return "lab" }
@@ -221,6 +241,16 @@ func (s *Stack) Up(ctx context.Context, _ io.Writer) (map[string]any, error) {
 		lab.Knobs = lab.Knobs.Overlay(over)
 	}
 	spec := envoyfilter.Spec(lab, envoyfilter.DefaultTarget)
+	if raw, ok := s.Config[configkey.Full(configkey.GatewayPush)]; ok {
+		n, err := strconv.Atoi(raw)
+		if err != nil {
+			return nil, err
+		}
+		envoyfilter.WithPush(spec, envoyfilter.DefaultTarget, n)
+	}
+	if err := s.reconcile(ctx); err != nil {
+		return nil, err
+	}
 	s.KubeRef.mu.Lock()
 	for _, e := range s.KubeRef.EnvoyByPod {
 		e.spec, e.Draining = spec, 1

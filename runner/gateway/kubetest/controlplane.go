@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,8 +49,10 @@ type ControlPlane struct {
 const token = "igwlab-test-token"
 
 // Start brings a control plane up from the binaries in kubeBin (kube-apiserver,
-// kube-controller-manager) and etcd on PATH; it is stopped when the test ends.
-func Start(t *testing.T, kubeBin string) *ControlPlane {
+// kube-controller-manager) and etcd on PATH; it is stopped when the test ends. controllers
+// are run besides garbage collection and namespace deletion ("deployment", "replicaset":
+// a Deployment's ReplicaSets and pods are made, and stay pending with no node).
+func Start(t *testing.T, kubeBin string, controllers ...string) *ControlPlane {
 	t.Helper()
 	etcd, err := exec.LookPath("etcd")
 	if err != nil {
@@ -106,7 +109,7 @@ current-context: test
 		t.Fatal(err)
 	}
 	cp.run(t, "kube-controller-manager", filepath.Join(kubeBin, "kube-controller-manager"),
-		"--kubeconfig", cp.Kubeconfig, "--controllers", "garbagecollector,namespace", "--leader-elect=false",
+		"--kubeconfig", cp.Kubeconfig, "--controllers", strings.Join(append([]string{"garbagecollector", "namespace"}, controllers...), ","), "--leader-elect=false",
 		"--bind-address", "127.0.0.1", "--secure-port", "0", "--use-service-account-credentials=false")
 	return cp
 }
