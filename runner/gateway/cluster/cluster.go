@@ -159,8 +159,10 @@ func (c *Cluster) Apply(ctx context.Context, sc stacks.Scenario) error {
 
 // switchStack sets the scenario in the stack's config and runs `pulumi up`.
 func (c *Cluster) switchStack(ctx context.Context, sc stacks.Scenario) error {
-	// After the last window's events' updates: the stack takes one update at a time.
+	// After the last window's events' updates, all of them: the stack takes one update at a
+	// time, and the events' come in their order.
 	ev := c.events()
+	ev.ups.Wait()
 	ev.upMu.Lock()
 	defer ev.upMu.Unlock()
 	if sc.Filters.JWT != nil {

@@ -74,6 +74,7 @@ func (c *Cluster) Slots() int { return infra.MaxGatewayReplicas }
 func (c *Cluster) SetReplicas(ctx context.Context, n int) error {
 	ev := c.events()
 	ev.stopWatch()
+	ev.ups.Wait() // the last window's events are all applied first, in their order
 	ev.upMu.Lock()
 	defer ev.upMu.Unlock()
 	key := configkey.Full(configkey.GatewayReplicas)
