@@ -97,13 +97,18 @@ func (e Event) String() string {
 	case "scale":
 		return fmt.Sprintf("at %s scale to %d pods", e.At, e.Scale)
 	case "restart":
-		return fmt.Sprintf("at %s rolling restart (maxSurge %s, maxUnavailable %s)", e.At, orDefault(e.Restart.MaxSurge), orDefault(e.Restart.MaxUnavailable))
+		return fmt.Sprintf("at %s rolling restart (%s)", e.At, e.Restart.Strategy())
 	case "push":
 		return fmt.Sprintf("at %s config push (listener update)", e.At)
 	case "kill":
 		return fmt.Sprintf("at %s kill pod %d", e.At, *e.Kill)
 	}
 	return "at " + e.At.String() + " nothing"
+}
+
+// Strategy renders the rolling update's values, Kubernetes' defaults where unset.
+func (r Restart) Strategy() string {
+	return fmt.Sprintf("maxSurge %s, maxUnavailable %s", orDefault(r.MaxSurge), orDefault(r.MaxUnavailable))
 }
 
 func orDefault(v string) string {

@@ -127,10 +127,14 @@ func Knobs(spec map[string]any) (stacks.Knobs, *stacks.AccessLog, error) {
 		default:
 			return k, nil, fmt.Errorf("configPatches[%d]: applyTo %v is not one igwlab renders", i, pm["applyTo"])
 		}
-		if err := k.ReadEnvoy(root, prefix, "access_log", "tracing"); err != nil {
-			return k, nil, fmt.Errorf("configPatches[%d]: %w", i, err)
+		skip := []string{"access_log"}
+		if prefix == "hcm." {
+			skip = append(skip, "tracing") // a config push's generation (push.go), not a knob
+			if _, err := pushOf(root); err != nil {
+				return k, nil, fmt.Errorf("configPatches[%d]: %w", i, err)
+			}
 		}
-		if _, err := pushOf(root); err != nil && prefix == "hcm." {
+		if err := k.ReadEnvoy(root, prefix, skip...); err != nil {
 			return k, nil, fmt.Errorf("configPatches[%d]: %w", i, err)
 		}
 		if logs, ok := root["access_log"].([]any); ok && prefix == "hcm." {

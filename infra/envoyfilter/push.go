@@ -2,7 +2,6 @@ package envoyfilter
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/igwlab/igwlab/stacks"
 )
@@ -56,22 +55,20 @@ func hcmPatch(port int, value map[string]any) map[string]any {
 }
 
 // pushOf reads the push generation out of an HCM patch value's tracing: 0 without one, an
-// error for tracing the lab does not render.
+// error for tracing the lab does not render (anything beside the one tag).
 func pushOf(hcm map[string]any) (int, error) {
 	tr, ok := hcm["tracing"]
 	if !ok {
 		return 0, nil
 	}
-	tags, _ := tr.(map[string]any)["custom_tags"].([]any)
 	trm, _ := tr.(map[string]any)
-	if len(trm) != 1 || len(tags) != 1 {
-		return 0, fmt.Errorf("tracing: only the %s tag igwlab renders for a config push is read", PushTag)
+	tags, _ := trm["custom_tags"].([]any)
+	n, found, err := stacks.PushGeneration(tr)
+	if err != nil {
+		return 0, fmt.Errorf("tracing.custom_tags: %w", err)
 	}
-	tag, _ := tags[0].(map[string]any)
-	lit, _ := tag["literal"].(map[string]any)
-	n, err := strconv.Atoi(fmt.Sprint(lit["value"]))
-	if tag["tag"] != PushTag || err != nil || n < 1 {
-		return 0, fmt.Errorf("tracing.custom_tags: want one %s tag with a literal generation 1.., got %v", PushTag, tags[0])
+	if len(trm) != 1 || len(tags) != 1 || !found {
+		return 0, fmt.Errorf("tracing: only the %s tag igwlab renders for a config push is read", PushTag)
 	}
 	return n, nil
 }

@@ -117,17 +117,25 @@ func (k *Client) Pods(ctx context.Context, ns, selector string) ([]corev1.Pod, e
 func ReadyPods(pods []corev1.Pod) []corev1.Pod {
 	var out []corev1.Pod
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
-			continue
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				out = append(out, p)
-				break
-			}
+		if Ready(p) {
+			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// Ready reports whether a pod is running, ready and not being deleted: in its Services'
+// endpoints.
+func Ready(p corev1.Pod) bool {
+	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // Get performs GET path on a pod's port through a port-forward kept open per pod. A broken

@@ -3,7 +3,6 @@ package stats
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/igwlab/igwlab/stacks"
@@ -123,18 +122,9 @@ func PushInForce(dump []byte, prefix string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	tr, _ := hcm["tracing"].(map[string]any)
-	tags, _ := tr["custom_tags"].([]any)
-	for _, t := range tags {
-		tag, _ := t.(map[string]any)
-		lit, _ := tag["literal"].(map[string]any)
-		if tag["tag"] == stacks.PushTag {
-			n, err := strconv.Atoi(fmt.Sprint(lit["value"]))
-			if err != nil {
-				return 0, fmt.Errorf("/config_dump: tracing tag %s has the value %v, not a generation", stacks.PushTag, lit["value"])
-			}
-			return n, nil
-		}
+	n, _, err := stacks.PushGeneration(hcm["tracing"])
+	if err != nil {
+		return 0, fmt.Errorf("/config_dump: %w", err)
 	}
-	return 0, nil
+	return n, nil
 }

@@ -160,8 +160,7 @@ func (c *Cluster) eventConfig(ctx context.Context, e stacks.Event) (string, erro
 				return "", err
 			}
 		}
-		return fmt.Sprintf("%s=%s (maxSurge %s, maxUnavailable %s)", configkey.Full(configkey.GatewayRestartedAt), at,
-			orK8s(e.Restart.MaxSurge), orK8s(e.Restart.MaxUnavailable)), nil
+		return fmt.Sprintf("%s=%s (%s)", configkey.Full(configkey.GatewayRestartedAt), at, e.Restart.Strategy()), nil
 	case e.Push:
 		raw, _, err := st.GetConfig(ctx, configkey.Full(configkey.GatewayPush))
 		if err != nil {
@@ -171,13 +170,6 @@ func (c *Cluster) eventConfig(ctx context.Context, e stacks.Event) (string, erro
 		return fmt.Sprintf("%s=%d", configkey.Full(configkey.GatewayPush), n+1), set(configkey.GatewayPush, strconv.Itoa(n+1))
 	}
 	return "", fmt.Errorf("the real lab cannot run %s", e)
-}
-
-func orK8s(v string) string {
-	if v == "" {
-		return stacks.DefaultRollingPercent
-	}
-	return v
 }
 
 // kill deletes the i-th ready gateway pod (oldest first) with no grace period.

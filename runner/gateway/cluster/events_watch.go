@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/igwlab/igwlab/runner/gateway"
+	"github.com/igwlab/igwlab/runner/kube"
 )
 
 // startWatch starts listing the gateway pods, once per window with events: a pod there at
@@ -91,13 +92,11 @@ func (ev *poolEvents) observe(pods []corev1.Pod, first bool) {
 
 // stepOf is where a pod is in its life, as the Service and the Deployment see it.
 func stepOf(p corev1.Pod) podStep {
-	if p.DeletionTimestamp != nil {
+	switch {
+	case p.DeletionTimestamp != nil:
 		return "terminating"
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.Status.Phase == corev1.PodRunning {
-			return "ready"
-		}
+	case kube.Ready(p):
+		return "ready"
 	}
 	return "started"
 }

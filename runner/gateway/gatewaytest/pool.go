@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/igwlab/igwlab/internal/configkey"
+	"github.com/igwlab/igwlab/runner/kube"
 )
 
 // The fake stack's up does the gateway Deployment's part for the pool changes of a
@@ -27,10 +28,8 @@ func (s *Stack) reconcile(ctx context.Context) error {
 		return err
 	}
 	var names []string
-	for _, p := range list.Items {
-		if p.Status.Conditions[0].Status == "True" {
-			names = append(names, p.Name)
-		}
+	for _, p := range kube.ReadyPods(list.Items) {
+		names = append(names, p.Name)
 	}
 	slices.Sort(names)
 	want := len(names)
@@ -61,7 +60,7 @@ func (s *Stack) reconcile(ctx context.Context) error {
 		delete(k.EnvoyByPod, n)
 		k.mu.Unlock()
 	}
-	for i := 0; len(names) < want; i++ {
+	for len(names) < want {
 		s.created++
 		n := fmt.Sprintf("istio-ingressgateway-rs%d-%03d", s.replicaSet, s.created)
 		p := ReadyPod("istio-ingress", n, map[string]string{"istio": "ingressgateway"})
