@@ -18,15 +18,21 @@ import (
 	"google.golang.org/grpc/reflection"
 )
 
-// Call is the method the client calls: grpc-go's interop TestService, which grpcurl and ghz
+// The methods the client calls, by mode: grpc-go's interop TestService, which grpcurl and ghz
 // can call by name through the server's reflection.
-const Call = "grpc.testing.TestService/UnaryCall"
+const (
+	Call             = "grpc.testing.TestService/UnaryCall"
+	CallServerStream = "grpc.testing.TestService/StreamingOutputCall"
+	CallBidi         = "grpc.testing.TestService/FullDuplexCall"
+)
 
 // MaxResponseSize bounds the payload a request may ask for.
 const MaxResponseSize = 4 << 20
 
-// NewServer is the backend: grpc.testing.TestService (EmptyCall, and UnaryCall answering with
-// a payload of the requested size), the standard health service and server reflection.
+// NewServer is the backend: grpc.testing.TestService (EmptyCall, UnaryCall answering with a
+// payload of the requested size, StreamingOutputCall and FullDuplexCall answering with one
+// message per ResponseParameters at its interval: streamserver.go), the standard health service
+// and server reflection.
 func NewServer() *grpc.Server {
 	s := grpc.NewServer()
 	testpb.RegisterTestServiceServer(s, testService{})

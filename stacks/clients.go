@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -34,15 +35,51 @@ type ClientKind struct {
 	// opens another connection only when every one it holds is at the gateway's stream cap
 	// (x/net's Transport); "" means the client has none.
 	DialsAtCapMode string
+	// DefaultMode is the mode of a client that names none ("": the mode must be given).
+	DefaultMode string
+	// StreamModes are the modes in which each of the client's Concurrency goroutines holds one
+	// long-lived stream carrying client.message_rate messages a second of client.message_bytes.
+	StreamModes []string
+	// LBs are the load-balancing policies client.lb takes (the first is the default); none:
+	// the client takes none.
+	LBs []string
+	// LongStreams says the client takes client.long_stream: each request is a long-lived
+	// stream read as it arrives (an event stream, a long poll), opened again when it ends.
+	LongStreams bool
 }
 
-// ClientKinds are the lab's clients: h2dial dials new connections at the stream cap, fortio
-// is a fixed pool that queues, and the gRPC client keeps one ClientConn (as ghz
-// --connections=1 does).
+// ClientKinds are the lab's clients: h2dial dials new connections at the stream cap (or holds
+// long-lived event streams), fortio is a fixed pool that queues, and the gRPC client keeps one
+// ClientConn per connection (as ghz --connections does), or one per address with round_robin,
+// making unary calls or holding server-streaming or bidirectional streams.
 var ClientKinds = []ClientKind{
-	{Kind: "h2dial", Modes: []string{"shared", "distinct"}, SlowMode: "shared", Shade: "dark", Uploads: true, OpenLoop: true, DialsAtCapMode: "shared"},
+	{Kind: "h2dial", Modes: []string{"shared", "distinct"}, SlowMode: "shared", Shade: "dark", Uploads: true, OpenLoop: true,
+		DialsAtCapMode: "shared", LongStreams: true},
 	{Kind: "fortio", Shade: "light", TimedFromSend: true},
-	{Kind: "grpc", Connections: true, NoPath: true, Shade: "orange"},
+	{Kind: "grpc", Modes: []string{GRPCUnary, GRPCServerStream, GRPCBidi}, DefaultMode: GRPCUnary,
+		StreamModes: []string{GRPCServerStream, GRPCBidi}, LBs: []string{"pick_first", "round_robin"},
+		Connections: true, NoPath: true, Shade: "orange"},
+}
+
+// The gRPC client's modes (grpclab's).
+const (
+	GRPCUnary        = "unary"
+	GRPCServerStream = "server-stream"
+	GRPCBidi         = "bidi"
+)
+
+// Defaults of a stream mode's messages (grpclab's).
+const (
+	DefaultMessageRate  = 10
+	DefaultMessageBytes = 1024
+	maxMessageRate      = 1000
+)
+
+// LongLived says the scenario's client holds long-lived streams: a gRPC stream mode, or
+// h2dial's long_stream.
+func (c Client) LongLived() bool {
+	k, _ := LookupClient(c.Kind)
+	return c.LongStream || slices.Contains(k.StreamModes, c.Mode)
 }
 
 // LookupClient returns the kind of client named kind.
@@ -92,6 +129,9 @@ func checkClient(s *Scenario, bad func(field, msg string), intRange func(field s
 	oneOf("client.kind", c.Kind, clientNames(func(ClientKind) bool { return true }))
 	intRange("client.concurrency", c.Concurrency)
 	kind, _ := LookupClient(c.Kind)
+	if c.Mode == "" && kind.DefaultMode != "" {
+		s.Client.Mode, c.Mode = kind.DefaultMode, kind.DefaultMode
+	}
 	if len(kind.Modes) > 0 {
 		oneOf("client.mode", c.Mode, kind.Modes)
 	} else if c.Mode != "" {
@@ -136,5 +176,51 @@ func checkClient(s *Scenario, bad func(field, msg string), intRange func(field s
 		if k == "" || strings.ContainsAny(k, " :\r\n") {
 			bad("client.headers", fmt.Sprintf("%q is not a header name", k))
 		}
+	}
+	checkStreams(s, kind, bad, intRange, oneOf)
+}
+
+// checkStreams validates the fields of long-lived streams and of the gRPC client's balancing.
+func checkStreams(s *Scenario, kind ClientKind, bad func(field, msg string), intRange func(field string, v int),
+	oneOf func(field, v string, allowed []string)) {
+	c := &s.Client
+	streaming := slices.Contains(kind.StreamModes, c.Mode)
+	var modes []string
+	for _, k := range ClientKinds {
+		for _, m := range k.StreamModes {
+			modes = append(modes, k.Kind+" "+m)
+		}
+	}
+	if !streaming && (c.MessageRate != 0 || c.MessageBytes != 0) {
+		field := "client.message_rate"
+		if c.MessageRate == 0 {
+			field = "client.message_bytes"
+		}
+		bad(field, "only a client holding streams of messages takes it: client.kind and client.mode "+strings.Join(modes, " or "))
+	}
+	if streaming {
+		if c.MessageRate == 0 {
+			c.MessageRate = DefaultMessageRate
+		}
+		if c.MessageBytes == 0 {
+			c.MessageBytes = DefaultMessageBytes
+		}
+		if !(c.MessageRate > 0 && c.MessageRate <= maxMessageRate) {
+			bad("client.message_rate", fmt.Sprintf("%g is out of range (allowed %s)", c.MessageRate, allowedRange("client.message_rate")))
+		}
+		intRange("client.message_bytes", c.MessageBytes)
+	}
+	if len(kind.LBs) == 0 {
+		if c.LB != "" {
+			bad("client.lb", "only "+strings.Join(clientNames(func(k ClientKind) bool { return len(k.LBs) > 0 }), ", ")+" balances over addresses")
+		}
+	} else {
+		if c.LB == "" {
+			c.LB = kind.LBs[0]
+		}
+		oneOf("client.lb", c.LB, kind.LBs)
+	}
+	if c.LongStream && !kind.LongStreams {
+		bad("client.long_stream", "only "+strings.Join(clientNames(func(k ClientKind) bool { return k.LongStreams }), ", ")+" holds long-lived event streams (a gRPC client's are its stream modes)")
 	}
 }

@@ -42,6 +42,7 @@ type CommonHTTPProtocolOptions struct {
 	IdleTimeout              *Duration `yaml:"idle_timeout"`
 	MaxConnectionDuration    *Duration `yaml:"max_connection_duration"`
 	MaxRequestsPerConnection *uint32   `yaml:"max_requests_per_connection"`
+	MaxStreamDuration        *Duration `yaml:"max_stream_duration"`
 }
 
 // ListenerKnobs are fields of envoy.config.listener.v3.Listener.
@@ -134,6 +135,9 @@ var Registry = []KnobSpec{
 	{Path: "hcm.common_http_protocol_options.max_connection_duration", Type: DurationKnob, MinD: 0, MaxD: maxProtoDuration,
 		Default: "unlimited", Unit: "duration",
 		Doc: "a connection older than this drains (GOAWAY) or closes if idle; 0s or unset means no limit."},
+	{Path: "hcm.common_http_protocol_options.max_stream_duration", Type: DurationKnob, MinD: 0, MaxD: maxProtoDuration,
+		Default: "unlimited", Unit: "duration",
+		Doc: "a stream older than this ends, counted in downstream_rq_max_duration_reached: a 504 (408 before the request has ended; gRPC status 4) if no response has started, else RST_STREAM NO_ERROR; 0s or unset means no limit. Istio leaves the gateway routes' own max_stream_duration unset, so this one applies."},
 	{Path: "hcm.common_http_protocol_options.idle_timeout", Type: DurationKnob, MinD: 0, MaxD: maxProtoDuration,
 		Default: "3600s", InForce: "3600s", Unit: "duration",
 		Doc: "a connection with no active stream for this long drains; 0s disables."},

@@ -77,7 +77,7 @@ var (
 	namePattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 	feedPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 ._-]{0,39}$`)
 	rolePattern   = regexp.MustCompile(`^[a-z][a-z-]{0,31}$`)
-	hypotheses    = []string{"", "H-A", "H-B", "H-C", "H-D", "H-E", "S11", "WAYPOINT", "S12", "S9", "S10", "S8", "S15", "S16", "S17", "S18"}
+	hypotheses    = []string{"", "H-A", "H-B", "H-C", "H-D", "H-E", "S11", "WAYPOINT", "S12", "S9", "S10", "S8", "S15", "S16", "S17", "S18", "S19", "S20", "S21"}
 	jwtModes      = []string{"permissive", "strict"}
 	responseFlags = []string{"DC", "DF", "DI", "DO", "DPE", "FI", "IH", "LH", "LR", "NC", "NFCF", "NR", "OM",
 		"RFCF", "RL", "RLSE", "SI", "UAEX", "UC", "UF", "UH", "UMSDR", "UO", "UPE", "UR", "URX", "UT"}
@@ -93,6 +93,7 @@ var (
 		"client.connections":       {1, 1000},
 		"client.slow.workers":      {1, 1000},
 		"client.body_bytes":        {0, 1 << 30},
+		"client.message_bytes":     {1, 4 << 20},
 		"local.client.concurrency": {1, 20000},
 		"requires.min_concurrency": {0, 256},
 	}
@@ -112,6 +113,7 @@ var (
 		"local.client.concurrency": "; 0 keeps the lab's",
 		"client.connections":       "; 0 means 1",
 		"client.body_bytes":        "; 0 means GET",
+		"client.message_bytes":     "; 0 means 1024",
 		"load.sample_every":        "; 0 means once a second",
 	}
 )
@@ -135,6 +137,8 @@ func allowedRange(path string) string {
 		r = fmt.Sprintf("%s..%s", Duration(v[0]), Duration(v[1]))
 	} else if path == "client.qps" || path == "local.client.qps" {
 		r = fmt.Sprintf("0..%d", int(maxQPS))
+	} else if path == "client.message_rate" {
+		r = fmt.Sprintf("more than 0, at most %d messages a second on each stream", maxMessageRate)
 	}
 	if r == "" {
 		return ""

@@ -77,7 +77,8 @@ type Client struct {
 	// Kind is one of ClientKinds: h2dial (dials new connections at the stream cap), fortio (a
 	// fixed pool that queues) or grpc (one ClientConn, as ghz --connections=1).
 	Kind string `yaml:"kind"`
-	// Mode is h2dial's transport layout: shared (one http2.Transport) or distinct (one per worker).
+	// Mode is h2dial's transport layout, shared (one http2.Transport) or distinct (one per
+	// worker), or the gRPC client's calls: unary (the default), server-stream or bidi.
 	Mode string `yaml:"mode"`
 	// Concurrency is h2dial's workers, fortio's -c, or the gRPC client's concurrent calls.
 	Concurrency int `yaml:"concurrency"`
@@ -97,6 +98,17 @@ type Client struct {
 	Headers map[string]string `yaml:"headers"`
 	// Authority overrides the :authority of gRPC calls (the route to the gRPC backend).
 	Authority string `yaml:"authority"`
+	// MessageRate and MessageBytes are the messages a second each stream carries, and their
+	// payload, in the gRPC client's stream modes (server-stream, bidi).
+	MessageRate  float64 `yaml:"message_rate"`
+	MessageBytes int     `yaml:"message_bytes"`
+	// LB is the gRPC client's load-balancing policy: pick_first (one connection per
+	// ClientConn, grpc-go's default) or round_robin over the gateway pods' addresses (a
+	// headless Service: one connection per pod).
+	LB string `yaml:"lb"`
+	// LongStream makes each h2dial request a long-lived stream (an event stream on client.path
+	// such as /sse), read as it arrives and opened again when it ends.
+	LongStream bool `yaml:"long_stream"`
 }
 
 // Slow describes slow workers that share the fast workers' transport.

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/igwlab/igwlab/h2dial"
 	"github.com/igwlab/igwlab/runner/stats"
 	"github.com/igwlab/igwlab/stacks"
 )
@@ -54,6 +55,9 @@ type Scenario struct {
 	Knobs []stacks.KnobValue
 	// Streams is the client's concurrency, and BodyBytes what each of its requests uploads.
 	Streams, BodyBytes int
+	// LongLived says the client holds long-lived streams (a gRPC stream mode, h2dial's
+	// long_stream): the result then says where their messages went (Result.LongStreams).
+	LongLived bool
 }
 
 // Client is what the load client saw in the window.
@@ -66,6 +70,11 @@ type Client struct {
 	// Open loop: the rate asked for, requests due and never sent, send lag p99 (ms).
 	OfferedRPS, SendLagP99 float64
 	Unsent                 int64
+	// A client of long-lived streams: the streams it opened, how those that ended early
+	// ended, and each connection it opened with the streams it carried.
+	StreamsOpened int64
+	StreamEnds    map[string]int64
+	Conns         []h2dial.ConnUse
 }
 
 // Peaks are maxima seen by the once-a-second sampler during the window.
@@ -170,6 +179,8 @@ type Result struct {
 	// with events shows over time.
 	HPA      *HPABlind `json:"hpa,omitempty"`
 	OverTime *OverTime `json:"over_time,omitempty"`
+	// LongStreams is what a client of long-lived streams shows (nil for other clients).
+	LongStreams *Streams `json:"long_streams,omitempty"`
 }
 
 // Analyze computes a scenario's result.
@@ -242,6 +253,9 @@ func Analyze(in Input) *Result {
 	}
 	if len(in.Marks) > 0 || in.Rotates {
 		r.OverTime = overTime(in.Timeline, in.Marks, in.Initial, in.Step)
+	}
+	if in.Scenario.LongLived {
+		r.LongStreams = streamsOf(deltas, in.Client, in.Scenario.Knobs)
 	}
 	return r
 }
@@ -331,5 +345,5 @@ func workerCV(m map[int]float64) float64 {
 // ScenarioOf is what the analysis needs of a scenario as it ran.
 func ScenarioOf(sc stacks.Scenario) Scenario {
 	return Scenario{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis, Client: sc.Client.Kind, Knobs: sc.Knobs.Effective(),
-		Streams: sc.Client.Concurrency, BodyBytes: sc.Client.BodyBytes}
+		Streams: sc.Client.Concurrency, BodyBytes: sc.Client.BodyBytes, LongLived: sc.Client.LongLived()}
 }

@@ -21,6 +21,7 @@ type listenerConfig struct {
 	connWindow           uint32
 	maxRequestsPerConn   uint32 // 0: no limit
 	maxConnDuration      time.Duration
+	maxStreamDuration    time.Duration
 	idleTimeout          time.Duration
 	streamIdleTimeout    time.Duration
 	drainTimeout         time.Duration
@@ -47,6 +48,7 @@ var knobFields = map[string]func(*listenerConfig) any{
 	"hcm.http2_protocol_options.initial_connection_window_size":    func(c *listenerConfig) any { return &c.connWindow },
 	"hcm.common_http_protocol_options.max_requests_per_connection": func(c *listenerConfig) any { return &c.maxRequestsPerConn },
 	"hcm.common_http_protocol_options.max_connection_duration":     func(c *listenerConfig) any { return &c.maxConnDuration },
+	"hcm.common_http_protocol_options.max_stream_duration":         func(c *listenerConfig) any { return &c.maxStreamDuration },
 	"hcm.common_http_protocol_options.idle_timeout":                func(c *listenerConfig) any { return &c.idleTimeout },
 	"hcm.stream_idle_timeout":                                      func(c *listenerConfig) any { return &c.streamIdleTimeout },
 	"hcm.drain_timeout":                                            func(c *listenerConfig) any { return &c.drainTimeout },

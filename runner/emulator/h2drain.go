@@ -173,6 +173,7 @@ func (sc *serverConn) streamDone(st *stream) {
 	}
 	closing := sc.closing
 	sc.mu.Unlock()
+	st.stopDurationTimer()
 	st.release()
 	if st.envoy {
 		sc.h.rqActive.Dec()

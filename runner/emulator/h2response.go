@@ -43,6 +43,10 @@ func (st *stream) writeHeader(status int, h http.Header, end bool) error {
 		sc.wmu.Unlock()
 		return st.gone()
 	}
+	if st.wroteHeader { // a local reply (a timeout) went out first: the stream is its
+		sc.wmu.Unlock()
+		return errHeadersSent
+	}
 	st.wroteHeader, st.status = true, status
 	st.holdResponseHeaders(h)
 	sc.h.chargeStats(status)
@@ -58,6 +62,9 @@ func (st *stream) writeHeader(status int, h http.Header, end bool) error {
 	sc.afterWrite()
 	return err
 }
+
+// errHeadersSent is a second response's headers on a stream that already has one.
+var errHeadersSent = errors.New("response headers already sent")
 
 // refusing reports that the session takes no more frames: its connection is closing, or an
 // error GOAWAY is queued (wmu held).

@@ -178,6 +178,7 @@ func (sc *serverConn) onStreamFrameData(id uint32, data []byte) bool {
 		}
 		st.remaining -= n
 	}
+	sc.requestData(st)
 	st.recv(data, false)
 	return true
 }

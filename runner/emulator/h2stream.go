@@ -69,6 +69,10 @@ type stream struct {
 	dispatched   bool // the request's headers reached the connection manager
 	status       int
 	idle         *time.Timer
+	maxDuration  *time.Timer // max_stream_duration (h2longstream.go), under bmu
+	// sawData: a request DATA frame has reached the connection manager; each later one costs
+	// the worker a frame's work (h2longstream.go requestData).
+	sawData bool
 }
 
 // A stream's progress through the connection manager.
@@ -287,6 +291,7 @@ func (st *stream) handlerDone() {
 	if idle != nil {
 		idle.Stop()
 	}
+	st.stopDurationTimer()
 	// Request bytes still held back are given back to the connection, as nghttp2 does for a
 	// closed stream.
 	sc.consume(nil, held, false)

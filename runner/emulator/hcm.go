@@ -26,6 +26,7 @@ type hcm struct {
 	protocolErrors, delayedCloseTimeout                   *Stat
 	cxIdleTimeout, maxRequestsReached, maxDurationReached *Stat
 	rqTotal, rqHTTP2, rqActive, rqIdleTimeout             *Stat
+	rqMaxDuration                                         *Stat
 	rq2xx, rq3xx, rq4xx, rq5xx                            *Stat
 	rqTime, cxLength                                      *Stat
 	rxBytes, txBytes                                      *Stat
@@ -61,6 +62,7 @@ func newHCM(p *Pod) *hcm {
 	h.maxDurationReached = c("downstream_cx_max_duration_reached")
 	h.rqTotal, h.rqHTTP2, h.rqActive = c("downstream_rq_total"), c("downstream_rq_http2_total"), g("downstream_rq_active")
 	h.rqIdleTimeout = c("downstream_rq_idle_timeout")
+	h.rqMaxDuration = c("downstream_rq_max_duration_reached")
 	h.rq2xx, h.rq3xx, h.rq4xx, h.rq5xx = c("downstream_rq_2xx"), c("downstream_rq_3xx"), c("downstream_rq_4xx"), c("downstream_rq_5xx")
 	h.rqTime = hcmStat(st, Hist, px, "downstream_rq_time")
 	h.cxLength = hcmStat(st, Hist, px, "downstream_cx_length_ms")
@@ -177,6 +179,7 @@ func (h *hcm) beginStream(st *stream) bool {
 	sc.mu.Unlock()
 	h.pod.mem.add(h.pod.pool.cfg.streamMemory())
 	st.atLimit = sc.cfg.maxRequestsPerConn > 0 && reqs >= uint64(sc.cfg.maxRequestsPerConn)
+	st.startDurationTimer()
 	return true
 }
 
@@ -367,20 +370,26 @@ func cannotHaveBody(method string, resp *http.Response) bool {
 func (h *hcm) copyBody(st *stream, cl *cluster, resp *http.Response) string {
 	sc, m := st.sc, h.pod.pool.model
 	var owed time.Duration
+	reads := 0
 	for {
 		// A buffer only while a read's bytes are on their way: thousands of streams may be
 		// copying at once (a dispatch's responses all start when it has flushed), and each
 		// would otherwise keep one for as long as its body lasts.
 		bp := copyBufs.Get().(*[]byte)
 		buf := *bp
+		t0 := time.Now()
 		n, rerr := resp.Body.Read(buf)
 		if n == 0 {
 			copyBufs.Put(bp)
 		} else {
 			cl.rxBuffered.Add(int64(n))
 			cl.rxBytes.Add(int64(n))
-			owed += time.Duration(n) * m.PerKiB / 1024
-			if owed >= 50*time.Microsecond {
+			msg := m.responseRead(reads, time.Since(t0))
+			owed += time.Duration(n)*m.PerKiB/1024 + msg
+			reads++
+			// A message is forwarded once the worker has done it; a body's bytes are booked
+			// in batches as they go.
+			if owed >= 50*time.Microsecond || msg > 0 {
 				_ = sc.w.Serve(st.ctx, sc, owed)
 				owed = 0
 			}

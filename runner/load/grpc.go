@@ -17,9 +17,14 @@ func init() {
 		Read: readJSON("igwlab-grpc", FromGRPC)}})
 }
 
+// RoundRobin is the gRPC client's policy that balances over addresses: a target fills in
+// Spec.Addresses for it.
+const RoundRobin = grpclab.RoundRobin
+
 func grpcOptions(s Spec) grpclab.Options {
 	return grpclab.Options{Target: s.Target, Authority: s.Authority, Concurrency: s.Concurrency,
-		Connections: s.Connections, Duration: s.Duration, TLS: s.TLS, AllowRemote: s.AllowRemote}
+		Connections: s.Connections, Duration: s.Duration, TLS: s.TLS, AllowRemote: s.AllowRemote,
+		Mode: s.Mode, Rate: s.Rate, MessageBytes: s.MessageBytes, LB: s.LB, Addresses: s.Addresses}
 }
 
 func runGRPC(ctx context.Context, s Spec) (*Result, error) {
@@ -41,11 +46,21 @@ func GRPCArgs(s Spec, target string) []string {
 	if o.TLS {
 		args = append(args, "-tls")
 	}
+	if o.Mode != "" && o.Mode != grpclab.Unary {
+		args = append(args, "-mode", o.Mode, fmt.Sprintf("-rate=%g", o.Rate), fmt.Sprintf("-message-bytes=%d", o.MessageBytes))
+	}
+	if o.LB != "" && o.LB != grpclab.PickFirst {
+		args = append(args, "-lb", o.LB)
+	}
+	for _, a := range o.Addresses {
+		args = append(args, "-address", a)
+	}
 	return args
 }
 
 // FromGRPC is the client's result as a Result.
 func FromGRPC(r *grpclab.Result) *Result {
 	return &Result{Client: "grpc", Requests: r.Requests, Errors: r.Errors, RPS: r.RPS, Latency: r.Latency,
-		ConnectionsOpened: r.Dials, Native: r, Text: r.Text()}
+		ConnectionsOpened: r.Dials, StreamsOpened: r.StreamsOpened, StreamEnds: r.StreamEnds, Conns: r.Conns,
+		Native: r, Text: r.Text()}
 }

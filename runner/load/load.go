@@ -33,6 +33,17 @@ type Spec struct {
 	AllowRemote bool
 	// TLS speaks HTTP/2 over TLS (the local gateway's own certificate, not verified).
 	TLS bool
+	// Rate and MessageBytes are the messages a second on each stream, and their payload, in
+	// the gRPC client's stream modes (Mode server-stream or bidi).
+	Rate         float64
+	MessageBytes int
+	// LB is the gRPC client's policy (pick_first, round_robin); Addresses are what
+	// round_robin balances over: the gateway pods' own addresses, which the target fills in,
+	// as a headless Service's DNS name returns them (in a cluster, Target is that name).
+	LB        string
+	Addresses []string
+	// LongStream makes each h2dial request a long-lived stream, read as it arrives.
+	LongStream bool
 }
 
 func (s Spec) scheme() string {
@@ -58,6 +69,11 @@ type Result struct {
 	OfferedRPS float64 `json:"offered_rps,omitempty"`
 	Unsent     int64   `json:"unsent,omitempty"`
 	SendLagP99 float64 `json:"send_lag_p99_ms,omitempty"`
+	// Long-lived streams: the streams opened, how those that ended before the window did
+	// ended, and each connection the client opened with the streams it carried.
+	StreamsOpened int64            `json:"streams_opened,omitempty"`
+	StreamEnds    map[string]int64 `json:"stream_ends,omitempty"`
+	Conns         []h2dial.ConnUse `json:"connections_used,omitempty"`
 
 	// Native is the client's own result, written as <client>.json; Text its own summary.
 	Native any    `json:"-"`

@@ -89,10 +89,14 @@ type Pod struct {
 	MaxRequestsReached float64 `json:"downstream_cx_max_requests_reached"`
 	MaxDurationReached float64 `json:"downstream_cx_max_duration_reached"`
 	RqIdleTimeout      float64 `json:"downstream_rq_idle_timeout"`
-	CxIdleTimeout      float64 `json:"downstream_cx_idle_timeout"`
-	DrainClose         float64 `json:"downstream_cx_drain_close"`
-	CxDestroy          float64 `json:"downstream_cx_destroy"`
-	ProtocolErrors     float64 `json:"downstream_cx_protocol_error"`
+	// RqMaxDurationReached counts streams max_stream_duration ended; TxBytes the bytes the
+	// connection manager sent its clients: where a long-lived stream's messages went.
+	RqMaxDurationReached float64 `json:"downstream_rq_max_duration_reached"`
+	TxBytes              float64 `json:"downstream_cx_tx_bytes_total"`
+	CxIdleTimeout        float64 `json:"downstream_cx_idle_timeout"`
+	DrainClose           float64 `json:"downstream_cx_drain_close"`
+	CxDestroy            float64 `json:"downstream_cx_destroy"`
+	ProtocolErrors       float64 `json:"downstream_cx_protocol_error"`
 	// HTTP/2 codec stats: Envoy keeps the downstream ones at the root (http2.*, summed over the
 	// proxy's listeners), with no labels.
 	StreamRefused float64 `json:"http2_stream_refused_errors"`
@@ -144,6 +148,8 @@ func Extract(s Snapshot, n Names) Pod {
 	p.MaxRequestsReached = get("envoy_http_downstream_cx_max_requests_reached", h)
 	p.MaxDurationReached = get("envoy_http_downstream_cx_max_duration_reached", h)
 	p.RqIdleTimeout = get("envoy_http_downstream_rq_idle_timeout", h)
+	p.RqMaxDurationReached = get("envoy_http_downstream_rq_max_duration_reached", h)
+	p.TxBytes = get("envoy_http_downstream_cx_tx_bytes_total", h)
 	p.CxIdleTimeout = get("envoy_http_downstream_cx_idle_timeout", h)
 	p.DrainClose = get("envoy_http_downstream_cx_drain_close", h)
 	p.CxDestroy = get("envoy_http_downstream_cx_destroy", h)
@@ -213,6 +219,8 @@ func Delta(pre, post Pod) (d Pod, restarted bool) {
 	d.MaxRequestsReached = sub(pre.MaxRequestsReached, post.MaxRequestsReached)
 	d.MaxDurationReached = sub(pre.MaxDurationReached, post.MaxDurationReached)
 	d.RqIdleTimeout = sub(pre.RqIdleTimeout, post.RqIdleTimeout)
+	d.RqMaxDurationReached = sub(pre.RqMaxDurationReached, post.RqMaxDurationReached)
+	d.TxBytes = sub(pre.TxBytes, post.TxBytes)
 	d.CxIdleTimeout = sub(pre.CxIdleTimeout, post.CxIdleTimeout)
 	d.DrainClose = sub(pre.DrainClose, post.DrainClose)
 	d.CxDestroy = sub(pre.CxDestroy, post.CxDestroy)

@@ -83,7 +83,7 @@ func readInput(sdir string, sum Summary, rec *analysis.Result, view func(stats.S
 		}
 	}
 	sc := analysis.Scenario{Name: rec.Name, Title: rec.Title, Hypothesis: rec.Hypothesis, Client: rec.Client, Knobs: rec.Knobs,
-		Streams: rec.Streams, BodyBytes: rec.UploadBytes}
+		Streams: rec.Streams, BodyBytes: rec.UploadBytes, LongLived: rec.LongStreams != nil}
 	in := &analysis.Input{Scenario: sc, Departures: rec.Departures, Window: time.Duration(rec.WindowS * float64(time.Second)), Peaks: rec.Peaks,
 		ClientRTT: time.Duration(rec.ClientRTTMs * float64(time.Millisecond))}
 	for i := range post {

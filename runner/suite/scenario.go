@@ -313,7 +313,8 @@ func (r *run) dumps(ctx context.Context, pods []gateway.Pod, dir string, ew *mea
 func (r *run) loadSpec(sc stacks.Scenario) (load.Spec, error) {
 	c := sc.Client
 	spec := load.Spec{Kind: c.Kind, Mode: c.Mode, Concurrency: c.Concurrency, Connections: c.Connections,
-		Path: c.Path, QPS: c.QPS, BodyBytes: c.BodyBytes, Duration: sc.Load.Duration.D(), Authority: c.Authority, Headers: map[string]string{}}
+		Path: c.Path, QPS: c.QPS, BodyBytes: c.BodyBytes, Duration: sc.Load.Duration.D(), Authority: c.Authority, Headers: map[string]string{},
+		Rate: c.MessageRate, MessageBytes: c.MessageBytes, LB: c.LB, LongStream: c.LongStream}
 	if c.Slow != nil {
 		spec.SlowPath, spec.SlowWorkers = c.Slow.Path, c.Slow.Workers
 	}
@@ -365,7 +366,8 @@ func clientInput(r *load.Result) *analysis.Client {
 	}
 	c := &analysis.Client{RPS: r.RPS, Requests: r.Requests, Errors: r.Errors, P50: r.Latency.P50, P90: r.Latency.P90,
 		P99: r.Latency.P99, P999: r.Latency.P999, Connections: r.ConnectionsOpened,
-		OfferedRPS: r.OfferedRPS, Unsent: r.Unsent, SendLagP99: r.SendLagP99}
+		OfferedRPS: r.OfferedRPS, Unsent: r.Unsent, SendLagP99: r.SendLagP99,
+		StreamsOpened: r.StreamsOpened, StreamEnds: r.StreamEnds, Conns: r.Conns}
 	if r.Slow != nil {
 		c.SlowP99 = r.Slow.Latency.P99
 	}
@@ -379,6 +381,18 @@ func clientText(c stacks.Client) string {
 	}
 	if c.QPS > 0 {
 		s += fmt.Sprintf(" qps=%g", c.QPS)
+	}
+	if c.MessageRate > 0 {
+		s += fmt.Sprintf(" %g msg/s per stream", c.MessageRate)
+	}
+	if c.LB != "" && c.LB != "pick_first" {
+		s += " lb=" + c.LB
+	}
+	if c.Connections > 1 {
+		s += fmt.Sprintf(" connections=%d", c.Connections)
+	}
+	if c.LongStream {
+		s += " long streams"
 	}
 	return s + " " + c.Path
 }

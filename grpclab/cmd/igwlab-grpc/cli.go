@@ -63,10 +63,18 @@ func load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("igwlab-grpc load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o grpclab.Options
-	fs.StringVar(&o.Target, "target", "", "host:port to call (required)")
+	fs.StringVar(&o.Target, "target", "", "host:port to call, or dns:///name:port for -lb round_robin over what DNS returns (required)")
 	fs.StringVar(&o.Authority, "authority", "", "the :authority to send (default: the target)")
-	fs.IntVar(&o.Concurrency, "concurrency", 50, "calls in flight")
-	fs.IntVar(&o.Connections, "connections", 1, "ClientConns the calls share")
+	fs.IntVar(&o.Concurrency, "concurrency", 50, "calls in flight (unary), or streams held open (stream modes)")
+	fs.IntVar(&o.Connections, "connections", 1, "ClientConns (a channel pool) the calls or streams share")
+	fs.StringVar(&o.Mode, "mode", grpclab.Unary, "unary, server-stream (a long-lived StreamingOutputCall per stream) or bidi (a FullDuplexCall per stream)")
+	fs.Float64Var(&o.Rate, "rate", 0, fmt.Sprintf("stream modes: messages per second on each stream (default %d, at most %d)", grpclab.DefaultRate, grpclab.MaxRate))
+	fs.IntVar(&o.MessageBytes, "message-bytes", 0, fmt.Sprintf("stream modes: each message's payload (default %d)", grpclab.DefaultMessageBytes))
+	fs.StringVar(&o.LB, "lb", grpclab.PickFirst, "each ClientConn's policy: pick_first (one connection) or round_robin (one per address)")
+	fs.Func("address", "round_robin: an address to balance over (repeat it; a headless Service's pods)", func(v string) error {
+		o.Addresses = append(o.Addresses, v)
+		return nil
+	})
 	fs.DurationVar(&o.Duration, "duration", 0, "how long to call (required)")
 	fs.BoolVar(&o.TLS, "tls", false, "HTTP/2 over TLS, the certificate not verified")
 	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "allow targets outside 127.0.0.0/8")

@@ -169,6 +169,15 @@ func (l *Local) Admin(ctx context.Context, pod gateway.Pod, path string) ([]byte
 // Load implements Target.
 func (l *Local) Load(ctx context.Context, spec load.Spec) (*load.Result, error) {
 	spec.Target, spec.TLS = l.Pool.VIP(), l.Pool.Config().TLS
+	if spec.LB == load.RoundRobin {
+		// A headless Service's DNS name answers with every ready pod's own address: the
+		// client connects to each, past the L4 balancer.
+		for _, p := range l.Pool.Pods() {
+			if a := p.Addr(); a != "" && p.Serving() {
+				spec.Addresses = append(spec.Addresses, a)
+			}
+		}
+	}
 	return load.Run(ctx, spec)
 }
 
