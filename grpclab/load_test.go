@@ -109,7 +109,7 @@ func TestOptionsErrors(t *testing.T) {
 		{"rate in unary", func(o *Options) { o.Rate = 5 }, "in the stream modes only"},
 		{"rate too high", func(o *Options) { o.Mode, o.Rate = Bidi, 5000 }, "allowed (0, 1000]"},
 		{"negative rate", func(o *Options) { o.Mode, o.Rate = Bidi, -1 }, "allowed (0, 1000]"},
-		{"message bytes", func(o *Options) { o.Mode, o.MessageBytes = ServerStream, MaxResponseSize + 1 }, "message bytes"},
+		{"message bytes", func(o *Options) { o.Mode, o.MessageBytes = ServerStream, MaxResponseSize+1 }, "message bytes"},
 		{"lb", func(o *Options) { o.LB = "least_request" }, `lb "least_request": allowed pick_first, round_robin`},
 		{"round robin without addresses", func(o *Options) { o.LB = RoundRobin }, "round_robin needs the addresses"},
 		{"addresses without round robin", func(o *Options) { o.Addresses = []string{"127.0.0.1:2"} }, "only round_robin"},

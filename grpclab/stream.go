@@ -32,11 +32,11 @@ type streamAcc struct {
 	// before the context reports it, so a stream cut off then did not end early.
 	deadline time.Time
 	h        h2dial.Histogram
-	msgs    int64
-	opened  int64
-	failed  int64
-	codes   map[string]int64
-	endedBy map[string]int64
+	msgs     int64
+	opened   int64
+	failed   int64
+	codes    map[string]int64
+	endedBy  map[string]int64
 }
 
 func runStreams(ctx context.Context, deadline time.Time, o Options, cs *clientConns, r *Result) {

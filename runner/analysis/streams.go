@@ -153,7 +153,9 @@ func (s *Streams) endedText() string {
 	for k := range s.EndedBy {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return s.EndedBy[keys[i]] > s.EndedBy[keys[j]] || s.EndedBy[keys[i]] == s.EndedBy[keys[j]] && keys[i] < keys[j] })
+	sort.Slice(keys, func(i, j int) bool {
+		return s.EndedBy[keys[i]] > s.EndedBy[keys[j]] || s.EndedBy[keys[i]] == s.EndedBy[keys[j]] && keys[i] < keys[j]
+	})
 	var parts []string
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%d by %s", s.EndedBy[k], k))
