@@ -31,7 +31,64 @@ type Pool struct {
 	// (kube-controller-manager --horizontal-pod-autoscaler-sync-period, 15s): the HPA-blind
 	// call needs the blind spell to last two of them.
 	HPASync Duration `yaml:"hpa_sync_period"`
+	// Concurrency, CPULimit and CPURequest size the gateway pods for the window (Size): a
+	// pod template change, so the pods restart. Zero keeps the target's own.
+	Concurrency int `yaml:"concurrency"`
+	CPULimit    CPU `yaml:"cpu_limit"`
+	CPURequest  CPU `yaml:"cpu_request"`
 }
+
+// Size is the pool's workers and CPU.
+func (p Pool) Size() Size {
+	return Size{Concurrency: p.Concurrency, CPULimit: p.CPULimit, CPURequest: p.CPURequest}
+}
+
+// Size is the gateway pods' Envoy workers and container CPU.
+type Size struct {
+	// Concurrency is Envoy's worker threads per pod (proxy.istio.io/config concurrency).
+	Concurrency int `yaml:"concurrency"`
+	// CPULimit and CPURequest are the gateway container's resources.limits.cpu and
+	// resources.requests.cpu: the limit is its CFS quota, the request what the HPA's
+	// utilisation is read against.
+	CPULimit   CPU `yaml:"cpu_limit"`
+	CPURequest CPU `yaml:"cpu_request"`
+}
+
+// IsZero reports whether the size keeps the target's own on every field.
+func (s Size) IsZero() bool { return s == Size{} }
+
+// Over returns s with o's set fields in place of its own.
+func (s Size) Over(o Size) Size {
+	overlay(&s.Concurrency, o.Concurrency)
+	if o.CPULimit > 0 {
+		s.CPULimit = o.CPULimit
+	}
+	if o.CPURequest > 0 {
+		s.CPURequest = o.CPURequest
+	}
+	return s
+}
+
+// String renders the size for progress lines and reports ("8 workers, CPU limit 2").
+func (s Size) String() string {
+	var parts []string
+	if s.Concurrency > 0 {
+		parts = append(parts, fmt.Sprintf("%d worker(s)", s.Concurrency))
+	}
+	if s.CPULimit > 0 {
+		parts = append(parts, "CPU limit "+s.CPULimit.String())
+	}
+	if s.CPURequest > 0 {
+		parts = append(parts, "CPU request "+s.CPURequest.String())
+	}
+	if len(parts) == 0 {
+		return "the target's own workers and CPU"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// MaxConcurrency bounds pool.concurrency: the lab's, and Envoy's sensible, most workers per pod.
+const MaxConcurrency = 64
 
 // The pool's defaults, from Istio's source (see Pool).
 const (
@@ -47,6 +104,7 @@ func (p Pool) WithDefaults() Pool {
 	overlay(&d.ReadyDelay, p.ReadyDelay)
 	overlay(&d.TerminationDrain, p.TerminationDrain)
 	overlay(&d.HPASync, p.HPASync)
+	d.Concurrency, d.CPULimit, d.CPURequest = p.Concurrency, p.CPULimit, p.CPURequest
 	return d
 }
 
@@ -199,6 +257,20 @@ func checkEvents(s *Scenario, bad func(field, msg string)) {
 		if p.pool.Replicas < 0 || p.pool.Replicas > MaxReplicas {
 			bad(p.prefix+"pool.replicas", fmt.Sprintf("%d is out of range (allowed 0..%d; 0 keeps the target's)", p.pool.Replicas, MaxReplicas))
 		}
+		if c := p.pool.Concurrency; c < 0 || c > MaxConcurrency {
+			bad(p.prefix+"pool.concurrency", fmt.Sprintf("%d is out of range (allowed 0..%d Envoy workers per pod; 0 keeps the target's)", c, MaxConcurrency))
+		}
+		for _, c := range []struct {
+			field string
+			v     CPU
+		}{{"pool.cpu_limit", p.pool.CPULimit}, {"pool.cpu_request", p.pool.CPURequest}} {
+			if err := c.v.Check(); err != nil {
+				bad(p.prefix+c.field, err.Error()+"; 0 or unset keeps the target's")
+			}
+		}
+		if l, r := p.pool.CPULimit, p.pool.CPURequest; l > 0 && r > l {
+			bad(p.prefix+"pool.cpu_request", fmt.Sprintf("%s is above pool.cpu_limit %s: Kubernetes refuses a request over its limit", r, l))
+		}
 		for _, d := range []struct {
 			field string
 			v     Duration
@@ -261,6 +333,15 @@ func (s *Scenario) poolDepartures() []Departure {
 	}
 	if v := s.Local.Pool.TerminationDrain; v > 0 {
 		out = append(out, Departure{Field: "pool.termination_drain", Lab: lab.TerminationDrain.String(), Local: v.String()})
+	}
+	if v := s.Local.Pool.Concurrency; v > 0 {
+		out = append(out, Departure{Field: "pool.concurrency", Lab: strconv.Itoa(s.Pool.Concurrency), Local: strconv.Itoa(v)})
+	}
+	if v := s.Local.Pool.CPULimit; v > 0 {
+		out = append(out, Departure{Field: "pool.cpu_limit", Lab: s.Pool.CPULimit.String(), Local: v.String()})
+	}
+	if v := s.Local.Pool.CPURequest; v > 0 {
+		out = append(out, Departure{Field: "pool.cpu_request", Lab: s.Pool.CPURequest.String(), Local: v.String()})
 	}
 	if len(s.Local.Events) > 0 {
 		out = append(out, Departure{Field: "events", Lab: EventsText(s.Events), Local: EventsText(s.Local.Events)})

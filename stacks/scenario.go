@@ -255,6 +255,9 @@ func (s *Scenario) WithLocal() Scenario {
 	overlay(&out.Pool.ReadyDelay, s.Local.Pool.ReadyDelay)
 	overlay(&out.Pool.TerminationDrain, s.Local.Pool.TerminationDrain)
 	overlay(&out.Pool.HPASync, s.Local.Pool.HPASync)
+	overlay(&out.Pool.Concurrency, s.Local.Pool.Concurrency)
+	overlay(&out.Pool.CPULimit, s.Local.Pool.CPULimit)
+	overlay(&out.Pool.CPURequest, s.Local.Pool.CPURequest)
 	if len(s.Local.Events) > 0 {
 		out.Events = s.Local.Events
 	}
@@ -262,7 +265,7 @@ func (s *Scenario) WithLocal() Scenario {
 }
 
 // overlay sets *dst to v when v is set (a local value departs only where it is given).
-func overlay[T int | float64 | Duration](dst *T, v T) {
+func overlay[T int | float64 | Duration | CPU](dst *T, v T) {
 	if v > 0 {
 		*dst = v
 	}

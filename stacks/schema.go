@@ -62,6 +62,12 @@ func checkShape(file string, n *yaml.Node, t reflect.Type, path string, errs *[]
 		} else if _, err := ParseDuration(n.Value); err != nil {
 			bad(err.Error())
 		}
+	case t == reflect.TypeOf(CPU(0)):
+		if n.Kind != yaml.ScalarNode {
+			bad("want a CPU quantity such as 2, 0.5 or 1500m")
+		} else if _, err := ParseCPU(n.Value); err != nil {
+			bad(err.Error())
+		}
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			if t.NumField() == 0 {

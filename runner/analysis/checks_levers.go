@@ -16,7 +16,8 @@ var leverChecks = []check{
 	{id: "S19 streams", title: "rotation does not move long-lived streams; max_stream_duration does", roles: []string{"control", "rotated", "ended"},
 		eval: streamsCall},
 	{id: "S20 gRPC client", title: "a channel pool or round_robin spreads a gRPC client the stream cap cannot", roles: []string{"capped", "rotated", "pool", "round-robin"},
-		eval: grpcClientCall},
+		eval: grpcClientCall},	{id: "S21 CPU limit", title: "workers past the CPU limit are throttled and lengthen the tail", roles: []string{"at-limit", "over-limit"},
+		eval: cpuLimitCall},
 }
 
 // streamsCall: with the rotation alone the streams' load stays where it was, on connections
@@ -114,4 +115,31 @@ func joinAnd(xs []string) string {
 		}
 	}
 	return out
+}
+
+// cpuLimitCall: at the same load, a pod with more workers than its CPU limit has cores spends
+// each period's quota early and every worker waits for the next one; one with as many workers
+// as cores never can.
+func cpuLimitCall(get lookup, _ int) (string, float64, string, nums, string) {
+	a, o := get("at-limit"), get("over-limit")
+	if a.CPU == nil || o.CPU == nil || !o.CPU.Limited {
+		return Inconclusive, math.NaN(), "", nil, "no CPU limit read: the target's kubelets gave no CFS counters (container_cpu_cfs_periods_total) for the gateway pods"
+	}
+	throttled := o.CPU.Throttled > 0
+	slower := o.P99Ms > a.P99Ms
+	clean := a.CPU.ThrottledShare < 0.05
+	v := Investigate
+	switch {
+	case throttled && slower && clean:
+		v = Pass
+	case throttled && clean:
+		v = Partial // throttled, but the tail did not show it this time
+	}
+	detail := fmt.Sprintf("%s; p99 %.1f ms, against %.1f ms with %s at the same load. Workers at most the limit's cores cannot spend a period's quota; set the concurrency to the limit (pilot-agent's default when none is set: ISTIO_CPU_LIMIT, the limit rounded up) or the limit to the concurrency",
+		o.CPU.Text(), o.P99Ms, a.P99Ms, a.CPU.Text())
+	return v, ratioOf(o.P99Ms, a.P99Ms), "p99 over-limit / at-limit", nums{
+		"over_workers": float64(o.CPU.Workers), "over_throttled_periods": o.CPU.Throttled, "over_periods": o.CPU.Periods,
+		"over_throttled_share": o.CPU.ThrottledShare, "over_throttled_s": o.CPU.ThrottledS, "over_p99_ms": o.P99Ms,
+		"at_workers": float64(a.CPU.Workers), "at_throttled_periods": a.CPU.Throttled, "at_p99_ms": a.P99Ms,
+		"limit_cores": o.CPU.LimitCores, "over_usage_cores": o.CPU.UsageCores, "at_usage_cores": a.CPU.UsageCores}, detail
 }

@@ -265,3 +265,61 @@ func (p *Pool) waitLifecycle(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// Resize gives every gateway pod that exists a new pod template's workers and CPU, as a
+// change to the gateway's proxy.istio.io/config concurrency or container resources does: each
+// pod is replaced by one with the new size (its counters start from zero), ready at once. Zero
+// fields keep the size the pool started with. Like SetReplicas it is set-up between windows,
+// not an event: it waits for earlier events' steps and records nothing.
+func (p *Pool) Resize(ctx context.Context, workers int, cpuLimit, cpuRequest int64) error {
+	if err := p.waitLifecycle(ctx); err != nil {
+		return err
+	}
+	cfg := p.cfg
+	if workers > 0 {
+		cfg.Workers = workers
+	} else {
+		cfg.Workers = p.base.Workers
+	}
+	cfg.CPULimit, cfg.CPURequest = p.base.CPULimit, p.base.CPURequest
+	if cpuLimit > 0 {
+		cfg.CPULimit = cpuLimit
+	}
+	if cpuRequest > 0 {
+		cfg.CPURequest = cpuRequest
+	}
+	if cpuLimit > 0 && cpuRequest == 0 && p.base.CPURequest > cpuLimit {
+		cfg.CPURequest = 0 // the pool's own request would sit above the new limit
+	}
+	if err := cfg.Check(); err != nil {
+		return err
+	}
+	if cfg.Workers == p.cfg.Workers && cfg.cpuLimit() == p.cfg.cpuLimit() && cfg.cpuRequest() == p.cfg.cpuRequest() {
+		return nil
+	}
+	p.mu.Lock()
+	p.cfg = cfg
+	p.mu.Unlock()
+	for _, pod := range p.gateway {
+		if !pod.Exists() {
+			continue
+		}
+		up := pod.Up()
+		pod.stop()
+		pod.stopAdmin()
+		if !up {
+			continue // a container the kubelet has not restarted yet comes back with the new size
+		}
+		if err := p.startPod(pod, 0, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Size is each gateway pod's workers and CPU limit and request (millicores, 0: no limit).
+func (p *Pool) Size() (workers int, cpuLimit, cpuRequest int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cfg.Workers, p.cfg.cpuLimit(), p.cfg.cpuRequest()
+}

@@ -39,6 +39,7 @@ type Pod struct {
 
 	store    *Store
 	mem      *podMemory
+	quota    *cpuQuota    // the container's CPU limit (cfs.go); nil: none
 	backoff  crashBackOff // the kubelet's, across the container's restarts
 	hcm      *hcm
 	workers  []*Worker
@@ -104,8 +105,12 @@ func (p *Pod) build(cfg *listenerConfig) {
 	if p.role == roleWaypoint {
 		workers = pl.cfg.WaypointWorkers
 	}
+	p.quota = nil
+	if p.role == roleGateway {
+		p.quota = newCPUQuota(pl.cfg.cpuLimit(), pl.cfg.cpuRequest())
+	}
 	for i := 0; i < workers; i++ {
-		p.workers = append(p.workers, newWorker(i, pl.clock, p.store, p.listenerAddr))
+		p.workers = append(p.workers, newWorker(i, pl.clock, p.quota, p.store, p.listenerAddr))
 	}
 	p.hcm = newHCM(p)
 	p.clusters = map[string]*cluster{}

@@ -89,6 +89,29 @@ type Config struct {
 	// default, DefaultMemoryLimit; negative: none), and StreamMemory what each stream counts
 	// against it (0: DefaultStreamMemory).
 	MemoryLimit, StreamMemory int64
+	// CPULimit and CPURequest are each gateway pod's container CPU limit and request, in
+	// millicores. A limit of 0 is the lab's, one core per worker (the lab sets request = limit
+	// = concurrency); a negative one is none. A request of 0 is the limit.
+	CPULimit, CPURequest int64
+}
+
+// cpuLimit is the CFS limit each gateway pod runs under, in millicores (0: none).
+func (c *Config) cpuLimit() int64 {
+	switch {
+	case c.CPULimit < 0:
+		return 0
+	case c.CPULimit == 0:
+		return int64(c.Workers) * 1000
+	}
+	return c.CPULimit
+}
+
+// cpuRequest is each gateway pod's CPU request in millicores (0 with no limit and none given).
+func (c *Config) cpuRequest() int64 {
+	if c.CPURequest > 0 {
+		return c.CPURequest
+	}
+	return c.cpuLimit()
 }
 
 // memoryLimit is the limit each pod is held to (0: none).
@@ -149,6 +172,15 @@ func (c *Config) Check() error {
 	if c.MemoryLimit > 0 && c.MemoryLimit < 16<<20 || c.MemoryLimit > 1<<40 {
 		return fmt.Errorf("memory limit %d bytes: allowed 16Mi..1Ti, or none", c.MemoryLimit)
 	}
+	if c.CPULimit > 0 && (c.CPULimit < int64(stacks.MinCPU) || c.CPULimit > int64(stacks.MaxCPU)) {
+		return fmt.Errorf("CPU limit %dm: allowed %s..%s cores, or none", c.CPULimit, stacks.MinCPU, stacks.MaxCPU)
+	}
+	if c.CPURequest < 0 || c.CPURequest > 0 && (c.CPURequest < int64(stacks.MinCPU) || c.CPURequest > int64(stacks.MaxCPU)) {
+		return fmt.Errorf("CPU request %dm: allowed %s..%s cores", c.CPURequest, stacks.MinCPU, stacks.MaxCPU)
+	}
+	if l := c.cpuLimit(); l > 0 && c.CPURequest > l {
+		return fmt.Errorf("CPU request %s is above the limit %s: Kubernetes refuses a request over its limit", stacks.CPU(c.CPURequest), stacks.CPU(l))
+	}
 	if c.StreamMemory < 0 || c.StreamMemory > 16<<20 {
 		return fmt.Errorf("stream memory %d bytes: allowed 0..16Mi", c.StreamMemory)
 	}
@@ -160,7 +192,9 @@ func (c *Config) Check() error {
 
 // Pool is a running emulated gateway pool.
 type Pool struct {
-	cfg      Config
+	cfg Config
+	// base is the configuration the pool started with: Resize's zero values go back to it.
+	base     Config
 	model    Model
 	clock    *Clock
 	backends *Backends
@@ -172,6 +206,7 @@ type Pool struct {
 	waypoints   []*Pod
 	vip         *Balancer
 	waypointVIP *Balancer
+	kubelet     *kubelet
 
 	obs observer
 
@@ -221,7 +256,7 @@ func Start(cfg Config) (*Pool, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
 	}
-	p := &Pool{cfg: cfg, model: cfg.Model, clock: NewClock()}
+	p := &Pool{cfg: cfg, base: cfg, model: cfg.Model, clock: NewClock()}
 	var err error
 	if p.backends, err = StartBackends(2); err != nil { // the lab runs two httpbin replicas
 		p.Close()
@@ -280,6 +315,10 @@ func Start(cfg Config) (*Pool, error) {
 			p.Close()
 			return nil, err
 		}
+	}
+	if err := p.startKubelet(); err != nil {
+		p.Close()
+		return nil, err
 	}
 	return p, nil
 }
@@ -434,6 +473,9 @@ func (p *Pool) Close() {
 	}
 	if p.backends != nil {
 		p.backends.Close()
+	}
+	if p.kubelet != nil {
+		p.kubelet.close()
 	}
 	p.clock.Close()
 }

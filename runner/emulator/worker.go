@@ -22,6 +22,8 @@ import (
 type Worker struct {
 	ID    int
 	clock *Clock
+	// quota is the pod's CPU limit (cfs.go), shared by its workers; nil: none.
+	quota *cpuQuota
 
 	mu        sync.Mutex
 	busyUntil time.Time
@@ -44,10 +46,12 @@ type workItem struct {
 	d          time.Duration
 	start, end time.Time // under Worker.mu: Drop moves them earlier
 	dropped    bool
+	// segs are its pieces in each CFS period, under a CPU limit (nil without one).
+	segs []segment
 }
 
-func newWorker(id int, clock *Clock, st *Store, listenerAddr string) *Worker {
-	w := &Worker{ID: id, clock: clock, retimed: make(chan struct{})}
+func newWorker(id int, clock *Clock, quota *cpuQuota, st *Store, listenerAddr string) *Worker {
+	w := &Worker{ID: id, clock: clock, quota: quota, retimed: make(chan struct{})}
 	wl := Label{"worker", strconv.Itoa(id)}
 	w.busyNs = emulatorStat(st, Counter, "worker_busy_ns", wl)
 	w.busyNs.read = w.busyTime
@@ -76,7 +80,8 @@ func (w *Worker) Book(owner *serverConn, d time.Duration) Booking {
 	if start.Before(now) {
 		start = now
 	}
-	it := &workItem{owner: owner, bookedAt: now, d: d, start: start, end: start.Add(d)}
+	it := &workItem{owner: owner, bookedAt: now, d: d}
+	w.place(it, start)
 	w.busyUntil = it.end
 	w.booked += d
 	if it.end.After(now) {
@@ -111,11 +116,17 @@ func (w *Worker) Drop(owner *serverConn) time.Duration {
 		case it.owner == owner:
 			it.dropped = true
 			freed += it.d
+			if w.quota != nil {
+				w.quota.release(it.segs)
+			}
 			continue
 		case freed > 0:
 			s := latest(prevEnd, it.bookedAt, now)
 			if s.Before(it.start) {
-				it.start, it.end = s, s.Add(it.d)
+				if w.quota != nil {
+					w.quota.release(it.segs)
+				}
+				w.place(it, s)
 			}
 		}
 		kept = append(kept, it)
@@ -170,12 +181,41 @@ func (b Booking) Started() bool {
 	return !b.it.dropped && !b.it.start.After(time.Now())
 }
 
+// place times work that can start at start: at once and for its length, or under a CPU limit
+// in the pieces the CFS periods allow (w.mu held).
+func (w *Worker) place(it *workItem, start time.Time) {
+	if w.quota == nil {
+		it.start, it.end = start, start.Add(it.d)
+		return
+	}
+	it.segs, it.end = w.quota.place(start, it.d)
+	it.start = it.end
+	for _, s := range it.segs {
+		if s.run > 0 {
+			it.start = s.start
+			break
+		}
+	}
+}
+
 // busyTime is the work done so far: everything booked minus what is still queued. It only
 // grows, so it is a counter, and a window's busy ratio is its increase over the window's length.
+// Under a CPU limit a worker is not busy while it waits for runtime.
 func (w *Worker) busyTime() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return int64(w.booked - max(0, time.Until(w.busyUntil)))
+	if w.quota == nil {
+		return int64(w.booked - max(0, time.Until(w.busyUntil)))
+	}
+	now := time.Now()
+	w.pruneLocked(now)
+	var ahead time.Duration
+	for _, it := range w.queue {
+		for _, s := range it.segs {
+			ahead += min(s.run, max(0, s.start.Add(s.run).Sub(latest(now, s.start))))
+		}
+	}
+	return int64(w.booked - ahead)
 }
 
 // Busy is the worker's busy time so far (the worker_busy_ns counter).

@@ -21,7 +21,13 @@ const (
 	Waypoint = "waypoint"
 	// Ztunnel is the role of ambient's node proxies (their metrics are on :15020/metrics).
 	Ztunnel = "ztunnel"
+	// Kubelet is the role of the gateway pods' nodes' kubelets: Admin reads their cAdvisor
+	// metrics (KubeletCAdvisor), the proxy containers' CPU and CFS throttling.
+	Kubelet = "kubelet"
 )
+
+// KubeletCAdvisor is the kubelet's path for cAdvisor's container metrics.
+const KubeletCAdvisor = "/metrics/cadvisor"
 
 // Pod names one pod of the target.
 type Pod struct {
@@ -106,6 +112,13 @@ func (e *InterruptedUpError) Error() string {
 }
 
 func (e *InterruptedUpError) Unwrap() error { return e.Err }
+
+// Sized is implemented by targets that size the gateway's pods per scenario (its pool's
+// concurrency, cpu_limit and cpu_request): a change of the pod template, so the pods restart
+// before the scenario's knobs are applied. A zero field is the target's own.
+type Sized interface {
+	Size(ctx context.Context, s stacks.Size) error
+}
 
 // Evented is implemented by targets whose pool a scenario can change during its window:
 // scale it, restart it, push a config, kill a pod (stacks.Event). A target without it

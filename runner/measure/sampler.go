@@ -29,6 +29,12 @@ type Admins struct {
 }
 
 func (a Admins) Scrape(ctx context.Context, pods []gateway.Pod) ([]stats.Snapshot, [][]byte, []error) {
+	return a.ScrapePath(ctx, pods, "/stats/prometheus")
+}
+
+// ScrapePath reads a Prometheus page at path from every pod in parallel (a kubelet's
+// /metrics/cadvisor), as Scrape reads their stats.
+func (a Admins) ScrapePath(ctx context.Context, pods []gateway.Pod, path string) ([]stats.Snapshot, [][]byte, []error) {
 	snaps := make([]stats.Snapshot, len(pods))
 	raws := make([][]byte, len(pods))
 	errs := make([]error, len(pods))
@@ -38,14 +44,14 @@ func (a Admins) Scrape(ctx context.Context, pods []gateway.Pod) ([]stats.Snapsho
 		go func() {
 			defer wg.Done()
 			snaps[i] = stats.Snapshot{Pod: p.Name, At: time.Now()}
-			raw, err := a.Read(ctx, p, "/stats/prometheus")
+			raw, err := a.Read(ctx, p, path)
 			if err != nil {
 				errs[i] = err
 				return
 			}
 			s, err := stats.ParseSnapshot(p.Name, time.Now(), raw)
 			if err != nil {
-				errs[i] = fmt.Errorf("pod %s /stats/prometheus: %w", p.Name, err)
+				errs[i] = fmt.Errorf("pod %s %s: %w", p.Name, path, err)
 				return
 			}
 			snaps[i], raws[i] = s, raw

@@ -122,6 +122,8 @@ type Pod struct {
 	SSLHandshake    float64 `json:"ssl_handshake"`
 	// Uptime is server.uptime: seconds since this Envoy started (0 where not exported).
 	Uptime float64 `json:"uptime_s,omitempty"`
+	// Concurrency is server.concurrency: the Envoy's workers (0 where not exported).
+	Concurrency float64 `json:"concurrency,omitempty"`
 
 	RqTime Buckets `json:"-"`
 	// CxLength is downstream_cx_length_ms: how long the connections that closed had lived.
@@ -172,6 +174,7 @@ func Extract(s Snapshot, n Names) Pod {
 	p.TxBuffered = get("envoy_cluster_upstream_cx_tx_bytes_buffered", c)
 	p.SSLHandshake = get("envoy_listener_ssl_handshake", l)
 	p.Uptime = get("envoy_server_uptime", nil)
+	p.Concurrency = get("envoy_server_concurrency", nil)
 	p.RqTime = s.Histogram("envoy_http_downstream_rq_time", h)
 	p.CxLength = s.Histogram("envoy_http_downstream_cx_length_ms", h)
 	return p

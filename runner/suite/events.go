@@ -26,6 +26,9 @@ import (
 
 // eventsSkip says why the target cannot run the scenario's pool and events, or "".
 func (r *run) eventsSkip(sc stacks.Scenario) string {
+	if _, ok := r.o.Target.(gateway.Sized); !ok && !sc.Pool.Size().IsZero() {
+		return fmt.Sprintf("its gateway pods need %s, and the %s target cannot size its pods per scenario", sc.Pool.Size(), r.info.Name)
+	}
 	if len(sc.Events) == 0 && sc.Pool.Replicas == 0 {
 		return ""
 	}
@@ -42,6 +45,14 @@ func (r *run) eventsSkip(sc stacks.Scenario) string {
 // preparePool puts the pool in the state the scenario starts from: its replicas, or the
 // target's own for a scenario that names none (after one that changed the pool).
 func (r *run) preparePool(ctx context.Context, sc stacks.Scenario) error {
+	if sz, ok := r.o.Target.(gateway.Sized); ok {
+		if size := sc.Pool.Size(); !size.IsZero() {
+			r.prog.step("pool: %s", size)
+		}
+		if err := sz.Size(ctx, sc.Pool.Size()); err != nil {
+			return fmt.Errorf("sizing the gateway's pods: %w", err)
+		}
+	}
 	ev, ok := r.o.Target.(gateway.Evented)
 	if !ok {
 		return nil

@@ -105,6 +105,16 @@ func readInput(sdir string, sum Summary, rec *analysis.Result, view func(stats.S
 	if err := readOverTime(sdir, in); err != nil {
 		return nil, err
 	}
+	for _, side := range []struct {
+		dir string
+		to  *map[string]stats.CPU
+	}{{"pre", &in.CPUPre}, {"post", &in.CPUPost}} {
+		pages, err := readPages(filepath.Join(sdir, kubeletDir, side.dir), func(s stats.Snapshot) stats.Snapshot { return s })
+		if err != nil {
+			return nil, err
+		}
+		*side.to = containerCPU(pages)
+	}
 	wpPre, err := readPages(filepath.Join(sdir, "waypoint_stats", "pre"), view)
 	if err != nil {
 		return nil, err

@@ -28,9 +28,13 @@ func (r *run) scenario(ctx context.Context, lab *stacks.Scenario, dir string) *a
 	}
 	res := &analysis.Result{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis, Client: sc.Client.Kind,
 		Knobs: sc.Knobs.Effective()}
-	if need := sc.Requires.MinConcurrency; need > r.info.Concurrency {
+	workers := r.info.Concurrency
+	if sc.Pool.Concurrency > 0 {
+		workers = sc.Pool.Concurrency
+	}
+	if need := sc.Requires.MinConcurrency; need > workers {
 		res.Status = analysis.StatusSkipped
-		res.Reason = fmt.Sprintf("needs concurrency >= %d (Envoy workers per pod) and this target has %d; with one worker there is nothing to balance inside a pod. Rerun with --concurrency %d", need, r.info.Concurrency, need)
+		res.Reason = fmt.Sprintf("needs concurrency >= %d (Envoy workers per pod) and this target has %d; with one worker there is nothing to balance inside a pod. Rerun with --concurrency %d", need, workers, need)
 		return res
 	}
 	if why := r.eventsSkip(sc); why != "" {
@@ -128,6 +132,8 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 	}
 	wpPre, wpPreRaw, _ := r.adm().Scrape(ctx, wp)
 	_, ztPreRaw, _ := r.adm().Scrape(ctx, zt)
+	kl, _ := t.Pods(ctx, gateway.Kubelet)
+	klPre, klPreRaw, _ := r.adm().ScrapePath(ctx, kl, gateway.KubeletCAdvisor)
 	smp := measure.NewSampler(t, gw, r.names, pre)
 	podNames := make([]string, len(gw))
 	for i, p := range gw {
@@ -166,6 +172,7 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 	}
 	wpPost, wpPostRaw, _ := r.adm().Scrape(context.WithoutCancel(ctx), wp)
 	_, ztPostRaw, _ := r.adm().Scrape(context.WithoutCancel(ctx), zt)
+	klPost, klPostRaw, _ := r.adm().ScrapePath(context.WithoutCancel(ctx), kl, gateway.KubeletCAdvisor)
 	names := r.names
 	if n, err := stats.Discover(append(pre, post...), "httpbin"); err == nil {
 		names.Cluster = n.Cluster
@@ -183,6 +190,10 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 	for i, p := range zt {
 		ew.Add(measure.WriteFile(filepath.Join(dir, "ztunnel_stats", "pre", p.Name+".prom"), ztPreRaw[i]))
 		ew.Add(measure.WriteFile(filepath.Join(dir, "ztunnel_stats", "post", p.Name+".prom"), ztPostRaw[i]))
+	}
+	for i, p := range kl {
+		ew.Add(measure.WriteFile(filepath.Join(dir, kubeletDir, "pre", p.Name+".prom"), klPreRaw[i]))
+		ew.Add(measure.WriteFile(filepath.Join(dir, kubeletDir, "post", p.Name+".prom"), klPostRaw[i]))
 	}
 	r.dumps(context.WithoutCancel(ctx), there, dir, ew)
 	ew.Add(measure.WriteFile(filepath.Join(dir, "timeseries.csv"), smp.CSV()))
@@ -209,6 +220,7 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 		in.Pre = append(in.Pre, stats.Extract(pre[i], names))
 		in.Post = append(in.Post, stats.Extract(post[i], names))
 	}
+	in.CPUPre, in.CPUPost = containerCPU(klPre), containerCPU(klPost)
 	if len(wp) > 0 {
 		wn := waypointNames(append(wpPre, wpPost...))
 		for i := range wp {
@@ -255,6 +267,20 @@ func (r *run) quiet(ctx context.Context, gw []gateway.Pod) ([]stats.Snapshot, []
 // connections that closed while it ran).
 func sampleEvery(window time.Duration) time.Duration {
 	return max(100*time.Millisecond, min(time.Second, window/8))
+}
+
+// kubeletDir holds the kubelets' cAdvisor pages before and after the window.
+const kubeletDir = "kubelet_stats"
+
+// containerCPU is every gateway pod's proxy container from the kubelets' pages.
+func containerCPU(pages []stats.Snapshot) map[string]stats.CPU {
+	out := map[string]stats.CPU{}
+	for _, p := range pages {
+		for pod, c := range stats.ContainerCPU(p) {
+			out[pod] = c
+		}
+	}
+	return out
 }
 
 // quietWait bounds the wait for the gateway to hold no connection before a window.

@@ -20,7 +20,21 @@ func (sw *Sweep) header() []string {
 	if sw.overTime() {
 		h = append(h, "balanced after event", "reconnect peak/s", "bursts")
 	}
+	if sw.cpu() {
+		h = append(h, "CPU used (cores)", "throttled periods", "throttled s")
+	}
 	return append(h, "p99 ms", "rps", "hottest worker")
+}
+
+// cpu says whether the sweep's runs read the pods' CPU limit and throttling (a sweep of their
+// workers, or any sweep under a CPU limit).
+func (sw *Sweep) cpu() bool {
+	for _, p := range sw.Points {
+		if p.Limited {
+			return true
+		}
+	}
+	return false
 }
 
 // overTime says whether the sweep's runs carry over-time measures (a scenario with events).
@@ -54,6 +68,9 @@ func (sw *Sweep) rows() [][]string {
 				bal = fmt.Sprintf("%.1f s", b)
 			}
 			r = append(r, bal, fmt.Sprintf("%.0f", p.StormPeak), fmt.Sprintf("%d (%.0f%%)", p.Bursts, 100*p.BurstShare))
+		}
+		if sw.cpu() {
+			r = append(r, fmt.Sprintf("%.2f", p.UsageCores), fmt.Sprintf("%.0f%%", 100*p.ThrottledShare), fmt.Sprintf("%.1f", p.ThrottledS))
 		}
 		hot := p.Busy
 		if p.HotWorker != "" {
@@ -100,6 +117,10 @@ func (sw *Sweep) WriteText(w io.Writer) error {
 	for _, a := range rec.Agree {
 		fmt.Fprintf(w, "  %s\n", a)
 	}
+	if rec.EnvoyFilter == "" { // not a knob: the pods' size, set through the stack
+		fmt.Fprintf(w, "\nIn the lab:\n  %s\n", rec.Preview)
+		return nil
+	}
 	fmt.Fprintf(w, "\nTry it in the lab first:\n  %s\n\nEnvoyFilter:\n%s", rec.Preview, rec.EnvoyFilter)
 	return nil
 }
@@ -131,6 +152,9 @@ func WriteReport(sw *Sweep) error {
 		} else {
 			sec.Notes = append(sec.Notes, "Recommendation: "+rec.Why+".", "Runs that agree: "+strings.Join(rec.Agree, "; ")+".")
 			sec.Blocks = []report.Block{{Heading: "Try it in the lab first", Text: rec.Preview}, {Heading: "EnvoyFilter", Text: rec.EnvoyFilter}}
+			if rec.EnvoyFilter == "" {
+				sec.Blocks = []report.Block{{Heading: "In the lab", Text: rec.Preview}}
+			}
 		}
 	}
 	if len(pts) > 0 {

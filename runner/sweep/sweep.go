@@ -27,6 +27,10 @@ type Options struct {
 	Knob     stacks.KnobSpec
 	// Streams sweeps the client's streams (StreamsAxis, CheckStreams) instead of Knob.
 	Streams bool
+	// Workers sweeps the gateway pods' Envoy workers (WorkersAxis) instead of Knob, under
+	// CPULimit when the scenario names no CPU limit of its own.
+	Workers  bool
+	CPULimit stacks.CPU
 	// Set holds knobs on top of the scenario's in every run (never the swept knob).
 	Set stacks.Knobs
 	// Values are the knob's values, each already checked against its range
@@ -102,7 +106,11 @@ type Numbers struct {
 	BalancedS  *float64 `json:"balanced_s,omitempty"`
 	StormPeak  float64  `json:"storm_peak_cps,omitempty"`
 	Bursts     int      `json:"bursts,omitempty"`
-	BurstShare float64  `json:"burst_share,omitempty"`
+	BurstShare float64  `json:"burst_share,omitempty"`	// The CPU the pods used and their throttling, where the target reads their kubelets.
+	Limited        bool    `json:"cpu_limited,omitempty"`
+	UsageCores     float64 `json:"cpu_usage_cores,omitempty"`
+	ThrottledShare float64 `json:"cpu_throttled_share,omitempty"`
+	ThrottledS     float64 `json:"cpu_throttled_s,omitempty"`
 }
 
 // ErrInterrupted is the suite's: what finished is kept.
@@ -136,8 +144,11 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 	dir := filepath.Join(o.OutDir, o.Now().UTC().Format("20060102T150405Z")+"-sweep")
 	eff, _ := o.Target.Resolve(first)
 	knob, unit := o.Knob.Path, o.Knob.Unit
-	if o.Streams {
+	switch {
+	case o.Streams:
 		knob, unit = StreamsAxis, "streams"
+	case o.Workers:
+		knob, unit = WorkersAxis, "workers"
 	}
 	sw := &Sweep{Scenario: o.Scenario.Name, Knob: knob, Unit: unit, Values: o.Values, Set: o.Set.Set(), Repeat: o.Repeat,
 		RunRecord: rn.Record(o.RunSettings), TLS: tlsOn(info), Dir: dir, WindowS: eff.Load.Duration.D().Seconds(),
@@ -174,7 +185,7 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 			}
 			p.Runs = append(p.Runs, n)
 		}
-		p.settle(runs)
+		p.settle(runs, o.Workers)
 		save()
 	}
 	sw.End(ctx, o.Now())
@@ -189,11 +200,14 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 		}
 	}
 	sw.Listener = rn.Names().Listener
-	if o.Streams {
+	switch {
+	case o.Streams:
 		sw.Spread = spreadOf(sw, o, &eff, info.EnvoyDefaults)
-	} else if len(eff.Events) > 0 {
+	case o.Workers:
+		sw.Recommendation = recommendWorkers(sw, eff.Pool.CPULimit)
+	case len(eff.Events) > 0:
 		sw.Recommendation = recommendOverTime(sw, o.Knob)
-	} else {
+	default:
 		sw.Recommendation = recommend(sw, o.Knob, o.WellSpread)
 	}
 	var rep func() error
@@ -203,9 +217,10 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 	return sw, rn.Finish(filepath.Join(dir, "sweep.json"), sw, sw.Interrupted, rep)
 }
 
-// settle sets the point's status and numbers from its runs: those of the run whose CV is the
-// median of the finished ones, so that every number shown comes from one real run.
-func (p *Point) settle(runs []*analysis.Result) {
+// settle sets the point's status and numbers from its runs: those of the run whose CV (p99 in
+// a sweep of the workers, byP99) is the median of the finished ones, so that every number
+// shown comes from one real run.
+func (p *Point) settle(runs []*analysis.Result, byP99 bool) {
 	var ok []*analysis.Result
 	for _, r := range runs {
 		if r.OK() {
@@ -214,7 +229,12 @@ func (p *Point) settle(runs []*analysis.Result) {
 	}
 	switch {
 	case len(ok) > 0:
-		sort.SliceStable(ok, func(i, j int) bool { return ok[i].CV < ok[j].CV })
+		sort.SliceStable(ok, func(i, j int) bool {
+			if byP99 {
+				return ok[i].P99Ms < ok[j].P99Ms
+			}
+			return ok[i].CV < ok[j].CV
+		})
 		p.Status, p.Reason, p.Numbers = analysis.StatusOK, "", numbersOf(ok[(len(ok)-1)/2])
 		if len(ok) < len(runs) {
 			p.Reason = fmt.Sprintf("%d of %d runs finished", len(ok), len(runs))
@@ -235,6 +255,9 @@ func numbersOf(r *analysis.Result) Numbers {
 		n.DrainsPerS = r.GoAways / r.WindowS
 		n.TLSPerS = r.TLSHandshakes / r.WindowS
 	}
+	if c := r.CPU; c != nil {
+		n.Limited, n.UsageCores, n.ThrottledShare, n.ThrottledS = c.Limited, c.UsageCores, c.ThrottledShare, c.ThrottledS
+	}
 	if o := r.OverTime; o != nil {
 		if len(o.Events) > 0 {
 			b := o.BalancedAtS
@@ -253,6 +276,9 @@ func (o Options) at(v string) *stacks.Scenario {
 	}
 	if o.Streams {
 		return withStreams(base, v)
+	}
+	if o.Workers {
+		return withWorkers(base, v, o.CPULimit)
 	}
 	return base.WithKnobs(knobsOf(o.Knob, v))
 }

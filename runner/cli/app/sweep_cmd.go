@@ -35,9 +35,11 @@ func (e *Env) sweepCmd() *cobra.Command {
   igwlab sweep --scenario 02-trigger --knob hcm.common_http_protocol_options.max_requests_per_connection --values 100..100000x10 --repeat 3
   igwlab sweep --scenario 04-fortio --knob hcm.common_http_protocol_options.max_requests_per_connection --values 100,1000 --tls
   igwlab sweep --scenario 14-upload-window --client-streams 500,1000,1100,2100 --envoy-defaults 1.36
-  igwlab sweep --scenario 02-trigger --client-streams 100..10000x10 --set hcm.http2_protocol_options.max_concurrent_streams=1024`
+  igwlab sweep --scenario 02-trigger --client-streams 100..10000x10 --set hcm.http2_protocol_options.max_concurrent_streams=1024
+  igwlab sweep --scenario 21-cpu-limit-8-workers --concurrency 1,2,4,8 --cpu-limit 2`
 	fs := c.Flags()
 	a.targetArgs.register(fs, "sweep", e.Lab != nil)
+	a.pf.AllowConcurrencyList("a list (1,2,4,8 or 1..8x2) sweeps the workers in place of a knob, under the CPU limit of the scenario's pool.cpu_limit or --cpu-limit, and recommends a worker count")
 	fs.StringVar(&a.scenario, "scenario", "", "scenario to run at each value (required; igwlab scenarios lists them)")
 	fs.StringVar(&a.knob, "knob", "", "knob to sweep, by its path (required; igwlab knobs lists them with their ranges)")
 	fs.StringVar(&a.values, "values", "", "the knob's values: a,b,c, or a log range lo..hixF (100..100000x10 is 100,1000,10000,100000); each checked against Envoy's range")
@@ -60,6 +62,9 @@ func (e *Env) sweepCmd() *cobra.Command {
 
 // runSweep checks every input before anything runs, then sweeps.
 func (e *Env) runSweep(ctx context.Context, a *sweepArgs) error {
+	if list := a.pf.ConcurrencyList(); list != "" {
+		return e.runWorkersSweep(ctx, a, list)
+	}
 	if a.streams != "" {
 		if a.knob != "" || a.values != "" {
 			return Usagef("--client-streams sweeps the client's streams: it takes no --knob or --values (one axis per sweep)")
@@ -88,14 +93,8 @@ func (e *Env) runSweep(ctx context.Context, a *sweepArgs) error {
 			return Usagef("--set %s: that is the knob the sweep varies; --set holds other knobs", spec.Path)
 		}
 	}
-	if a.repeat < 1 || a.repeat > 100 {
-		return Usagef("--repeat %d: allowed 1..100", a.repeat)
-	}
-	if d := a.duration; d != 0 && (d < time.Second || d > 24*time.Hour) {
-		return Usagef("--duration %s: allowed 1s..24h", d)
-	}
-	if a.wellSpread < 2 || a.wellSpread > 100000 {
-		return Usagef("--well-spread %d: allowed 2..100000", a.wellSpread)
+	if err := a.checkCommon(); err != nil {
+		return err
 	}
 	sc, err := e.scenarioFor(a.catalog, a.scenario)
 	if err != nil {
@@ -118,6 +117,67 @@ func (e *Env) runSweep(ctx context.Context, a *sweepArgs) error {
 	}
 	return e.outcome(a.asJSON, sw, progress, sw.Dir, "sweep.json, report.html, one folder per value",
 		"the values that finished are saved in "+sw.Dir+" and sweep.json marks the rest", err)
+}
+
+// runWorkersSweep sweeps the gateway pods' workers under a CPU limit.
+func (e *Env) runWorkersSweep(ctx context.Context, a *sweepArgs, list string) error {
+	if a.knob != "" || a.values != "" || a.streams != "" {
+		return Usagef("--concurrency with a list sweeps the workers: it takes no --knob, --values or --client-streams (one axis per sweep)")
+	}
+	if a.scenario == "" {
+		return Usagef("--scenario is required, e.g. --scenario 21-cpu-limit-8-workers --concurrency 1,2,4,8")
+	}
+	values, err := sweep.ParseWorkers(list)
+	if err != nil {
+		return Usagef("--concurrency: %v", err)
+	}
+	if err := a.checkCommon(); err != nil {
+		return err
+	}
+	sc, err := e.scenarioFor(a.catalog, a.scenario)
+	if err != nil {
+		return err
+	}
+	limit := sc.Pool.CPULimit
+	if a.targetName == string(local.Kind) {
+		if l := sc.WithLocal().Pool.CPULimit; l > 0 {
+			limit = l
+		} else if cfg, err := a.pf.Config(); err == nil && cfg.CPULimit > 0 {
+			limit = stacks.CPU(cfg.CPULimit)
+		}
+	}
+	if limit == 0 {
+		return Usagef("--concurrency %s: a sweep of the workers needs a CPU limit to run them under: the scenario's pool.cpu_limit, or --cpu-limit on the local target (one core per worker, the default, would move with the workers)", list)
+	}
+	t, progress, err := e.openRun(ctx, &a.targetArgs)
+	if err != nil || t == nil {
+		return err
+	}
+	defer t.Close()
+	if _, ok := t.(gateway.Sized); !ok {
+		return fmt.Errorf("the %s target cannot size its pods per run: a sweep of the workers needs one that can", a.targetName)
+	}
+	sw, err := sweep.Run(ctx, sweep.Options{Target: t, Scenario: sc, Workers: true, CPULimit: limit, Set: a.set.K, Values: values, Repeat: a.repeat,
+		Duration: a.duration, WellSpread: a.wellSpread, RunSettings: e.runSettings(a.out, progress)})
+	if sw == nil {
+		return err
+	}
+	return e.outcome(a.asJSON, sw, progress, sw.Dir, "sweep.json, report.html, one folder per value",
+		"the values that finished are saved in "+sw.Dir+" and sweep.json marks the rest", err)
+}
+
+// checkCommon checks the flags every kind of sweep takes.
+func (a *sweepArgs) checkCommon() error {
+	if a.repeat < 1 || a.repeat > 100 {
+		return Usagef("--repeat %d: allowed 1..100", a.repeat)
+	}
+	if d := a.duration; d != 0 && (d < time.Second || d > 24*time.Hour) {
+		return Usagef("--duration %s: allowed 1s..24h", d)
+	}
+	if a.wellSpread < 2 || a.wellSpread > 100000 {
+		return Usagef("--well-spread %d: allowed 2..100000", a.wellSpread)
+	}
+	return nil
 }
 
 // runSettings are a command's results root and progress, with the command line as typed.

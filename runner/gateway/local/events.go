@@ -57,3 +57,9 @@ func (l *Local) Timeline(since time.Time) []gateway.Disruption {
 }
 
 var _ gateway.Evented = (*Local)(nil)
+
+// Size implements gateway.Sized: every gateway pod is replaced by one with the size, or with
+// the flags' for a zero field.
+func (l *Local) Size(ctx context.Context, s stacks.Size) error {
+	return l.Pool.Resize(ctx, s.Concurrency, int64(s.CPULimit), int64(s.CPURequest))
+}

@@ -2,6 +2,7 @@ package local
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,11 @@ type PoolFlags struct {
 	tls                                              bool
 	rtt, clientRTT, upstreamRTT                      time.Duration
 	memoryLimit, streamMemory                        string
+	cpuLimit, cpuRequest                             string
+	// concurrencyList is --concurrency given as a list, where the command takes one
+	// (AllowConcurrencyList): the values a sweep runs.
+	concurrencyList, listHelp string
+	perFrame                                         time.Duration
 	fs                                               *pflag.FlagSet
 }
 
@@ -39,12 +45,14 @@ func (p *PoolFlags) Register(fs *pflag.FlagSet) {
 	p.fs = fs
 	d := emulator.DefaultModel
 	fs.IntVar(&p.pods, "pods", 6, "gateway pods (1..64)")
-	fs.IntVar(&p.concurrency, "concurrency", 1, "Envoy workers per gateway pod (1..64)")
+	p.concurrency = 1
+	fs.Var(&workersFlag{p: p}, "concurrency", "Envoy workers per gateway pod (1..64)")
 	fs.IntVar(&p.waypointPods, "waypoint-pods", 3, "waypoint pods for scenarios 06 and 07 (0..32)")
 	fs.IntVar(&p.waypointWorkers, "waypoint-concurrency", 2, "workers per waypoint pod (1..64)")
 	fs.DurationVar(&p.serviceTime, "service-time", d.ServiceTime, "emulated worker time per request (sets one worker's capacity)")
 	fs.DurationVar(&p.perKiB, "per-kib", d.PerKiB, "emulated worker time per KiB of response body")
 	fs.DurationVar(&p.connCost, "conn-cost", d.ConnCost, "emulated worker time to accept a connection")
+	fs.DurationVar(&p.perFrame, "per-frame", d.PerFrame, "emulated worker time per message a stream carries after its first (a request DATA frame, an upstream read after a pause): what a long-lived stream costs")
 	fs.StringVar(&p.balance, "balance", emulator.BalanceRandom, "L4 balancer in front of the pods: random (kube-proxy), round-robin, source-hash")
 	fs.Uint64Var(&p.seed, "seed", 0, "seed for pod placement (0 = random each run)")
 	fs.DurationVar(&p.drainTime, "drain-time", LocalDrainTime, "how long a replaced listener's connections may drain before they are closed (Envoy's --drain-time-s; Istio's default is 45s)")
@@ -55,7 +63,51 @@ func (p *PoolFlags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&p.envoy, "envoy-defaults", stacks.DefaultEnvoy, "the Envoy release whose defaults the pods run with for knobs a scenario leaves unset: "+envoyChoices()+"; 1.36 caps streams at 1024 and shrinks the HTTP/2 windows to 16 MiB / 24 MiB")
 	fs.BoolVar(&p.tls, "tls", false, "terminate TLS on the gateway (listener 0.0.0.0_443): every new connection costs its worker a handshake")
 	fs.StringVar(&p.memoryLimit, "memory-limit", Quantity(emulator.DefaultMemoryLimit), "each gateway pod's container memory limit (16Mi..1Ti, or none): past it the pod is OOM-killed and restarted, as Kubernetes does (the Istio gateway chart's default)")
+	fs.StringVar(&p.cpuLimit, "cpu-limit", "", "each gateway pod's container CPU limit (cores such as 2, or 1500m; 0.1..64, or none), enforced as the kernel's CFS quota per 100 ms period; default: one core per worker, as the lab sets it")
+	fs.StringVar(&p.cpuRequest, "cpu-request", "", "each gateway pod's container CPU request (0.1..64, at most the limit); default: the limit")
 	fs.StringVar(&p.streamMemory, "stream-memory", Quantity(emulator.DefaultStreamMemory), "what each stream a gateway pod holds counts against its limit, besides its headers and buffers (1Ki..16Mi; an estimate: Envoy publishes none)")
+}
+
+// AllowConcurrencyList lets --concurrency take a list (a,b,c or lo..hixF) besides one count,
+// for a command that sweeps it; the list is ConcurrencyList's, and help says what it does.
+func (p *PoolFlags) AllowConcurrencyList(help string) {
+	p.listHelp = help
+	if f := p.fs.Lookup("concurrency"); f != nil {
+		f.Usage += "; " + help
+	}
+}
+
+// ConcurrencyList is --concurrency as given when it was a list ("" otherwise).
+func (p *PoolFlags) ConcurrencyList() string { return p.concurrencyList }
+
+// workersFlag is --concurrency: one worker count, or a list where the command takes one.
+type workersFlag struct{ p *PoolFlags }
+
+func (w *workersFlag) String() string {
+	if w.p.concurrencyList != "" {
+		return w.p.concurrencyList
+	}
+	return fmt.Sprint(w.p.concurrency)
+}
+
+func (w *workersFlag) Set(v string) error {
+	if w.p.listHelp != "" && strings.ContainsAny(v, ",.") {
+		w.p.concurrencyList = v
+		return nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return fmt.Errorf("%q is not a whole number of workers", v)
+	}
+	w.p.concurrency, w.p.concurrencyList = n, ""
+	return nil
+}
+
+func (w *workersFlag) Type() string {
+	if w.p.listHelp != "" {
+		return "workers"
+	}
+	return "int"
 }
 
 // Quantity writes bytes as Kubernetes writes a memory quantity (1Gi, 512Mi, 16Ki).
@@ -96,7 +148,7 @@ func (p *PoolFlags) Config() (emulator.Config, error) {
 	c := emulator.Config{Pods: p.pods, Workers: p.concurrency, WaypointPods: p.waypointPods,
 		WaypointWorkers: p.waypointWorkers, Balance: p.balance, Seed: p.seed, TLS: p.tls,
 		ListenerDrainTime: p.drainTime, Codec: p.codec, Envoy: p.envoy,
-		Model: emulator.Model{ServiceTime: p.serviceTime, PerKiB: p.perKiB, ConnCost: p.connCost}}
+		Model: emulator.Model{ServiceTime: p.serviceTime, PerKiB: p.perKiB, ConnCost: p.connCost, PerFrame: p.perFrame}}
 	for _, f := range []struct {
 		flag      string
 		v, lo, hi int
@@ -116,6 +168,19 @@ func (p *PoolFlags) Config() (emulator.Config, error) {
 	}
 	if p.connCost < 0 || p.connCost > time.Second {
 		return c, fmt.Errorf("--conn-cost %s: allowed 0..1s", p.connCost)
+	}
+	if p.perFrame < 0 || p.perFrame > time.Second {
+		return c, fmt.Errorf("--per-frame %s: allowed 0..1s", p.perFrame)
+	}
+	var err error
+	if c.CPULimit, err = cpuFlag("--cpu-limit", p.cpuLimit, true); err != nil {
+		return c, err
+	}
+	if c.CPURequest, err = cpuFlag("--cpu-request", p.cpuRequest, false); err != nil {
+		return c, err
+	}
+	if c.CPULimit > 0 && c.CPURequest > c.CPULimit {
+		return c, fmt.Errorf("--cpu-request %s is above --cpu-limit %s: Kubernetes refuses a request over its limit", p.cpuRequest, p.cpuLimit)
 	}
 	if p.drainTime <= 0 || p.drainTime > time.Hour {
 		return c, fmt.Errorf("--drain-time %s: allowed (0, 1h]", p.drainTime)
@@ -160,6 +225,25 @@ func (p *PoolFlags) Config() (emulator.Config, error) {
 		return c, fmt.Errorf("--balance %q: allowed random, round-robin, source-hash", p.balance)
 	}
 	return c, nil
+}
+
+// cpuFlag reads a CPU flag in millicores: "" is 0 (the default), "none" -1 where allowed.
+func cpuFlag(flag, v string, noneOK bool) (int64, error) {
+	allowed := fmt.Sprintf("allowed %s..%s cores (2, 0.5 or 1500m)", stacks.MinCPU, stacks.MaxCPU)
+	if noneOK {
+		allowed += ", or none"
+	}
+	switch {
+	case v == "":
+		return 0, nil
+	case noneOK && strings.EqualFold(v, "none"):
+		return -1, nil
+	}
+	c, err := stacks.ParseCPU(v)
+	if err != nil || c < stacks.MinCPU || c > stacks.MaxCPU {
+		return 0, fmt.Errorf("%s %q: %s", flag, v, allowed)
+	}
+	return int64(c), nil
 }
 
 // envoyChoices lists the Envoy releases --envoy-defaults takes, with the Istio that ships each.

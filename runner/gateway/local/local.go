@@ -141,6 +141,8 @@ func (l *Local) Pods(_ context.Context, role string) ([]gateway.Pod, error) {
 			out = append(out, gateway.Pod{Name: z.Name, Role: gateway.Ztunnel, Admin: z.MetricsURL()})
 		}
 		return out, nil
+	case gateway.Kubelet:
+		return []gateway.Pod{{Name: emulator.NodeName, Role: gateway.Kubelet, Admin: l.Pool.KubeletURL()}}, nil
 	}
 	out := make([]gateway.Pod, 0, len(src))
 	for _, p := range src {
