@@ -16,7 +16,7 @@ var leverChecks = []check{
 	{id: "S19 streams", title: "rotation does not move long-lived streams; max_stream_duration does", roles: []string{"control", "rotated", "ended"},
 		eval: streamsCall},
 	{id: "S20 gRPC client", title: "a channel pool or round_robin spreads a gRPC client the stream cap cannot", roles: []string{"capped", "rotated", "pool", "round-robin"},
-		eval: grpcClientCall},	{id: "S21 CPU limit", title: "workers past the CPU limit are throttled and lengthen the tail", roles: []string{"at-limit", "over-limit"},
+		eval: grpcClientCall}, {id: "S21 CPU limit", title: "workers past the CPU limit are throttled and lengthen the tail", roles: []string{"at-limit", "over-limit"},
 		eval: cpuLimitCall},
 }
 

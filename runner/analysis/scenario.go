@@ -43,7 +43,7 @@ type Input struct {
 	HPA      HPA
 	// Rotates says a knob drains connections on a schedule (count or duration rotation):
 	// its reconnects are read over time even without events.
-	Rotates bool	// CPUPre and CPUPost are the gateway pods' proxy containers as their kubelets' cAdvisor
+	Rotates bool // CPUPre and CPUPost are the gateway pods' proxy containers as their kubelets' cAdvisor
 	// reported them around the window (empty where the target has no kubelet to read).
 	CPUPre, CPUPost map[string]stats.CPU
 }
@@ -182,8 +182,8 @@ type Result struct {
 	HPA      *HPABlind `json:"hpa,omitempty"`
 	OverTime *OverTime `json:"over_time,omitempty"`
 	// LongStreams is what a client of long-lived streams shows (nil for other clients).
-	LongStreams *Streams `json:"long_streams,omitempty"`	// CPU is what the proxy containers used and how their CPU limit held them back.
-	CPU *CPUUse `json:"cpu,omitempty"`
+	LongStreams *Streams `json:"long_streams,omitempty"` // CPU is what the proxy containers used and how their CPU limit held them back.
+	CPU         *CPUUse  `json:"cpu,omitempty"`
 }
 
 // Analyze computes a scenario's result.

@@ -103,14 +103,14 @@ type Numbers struct {
 	// The over-time measures of a scenario with events (a scale-out) or rotation: the time
 	// from the first event to balance (-1: not within the window), the reconnect storm's
 	// peak, and the reconnect bursts (lockstep).
-	BalancedS  *float64 `json:"balanced_s,omitempty"`
-	StormPeak  float64  `json:"storm_peak_cps,omitempty"`
-	Bursts     int      `json:"bursts,omitempty"`
-	BurstShare float64  `json:"burst_share,omitempty"`	// The CPU the pods used and their throttling, where the target reads their kubelets.
-	Limited        bool    `json:"cpu_limited,omitempty"`
-	UsageCores     float64 `json:"cpu_usage_cores,omitempty"`
-	ThrottledShare float64 `json:"cpu_throttled_share,omitempty"`
-	ThrottledS     float64 `json:"cpu_throttled_s,omitempty"`
+	BalancedS      *float64 `json:"balanced_s,omitempty"`
+	StormPeak      float64  `json:"storm_peak_cps,omitempty"`
+	Bursts         int      `json:"bursts,omitempty"`
+	BurstShare     float64  `json:"burst_share,omitempty"` // The CPU the pods used and their throttling, where the target reads their kubelets.
+	Limited        bool     `json:"cpu_limited,omitempty"`
+	UsageCores     float64  `json:"cpu_usage_cores,omitempty"`
+	ThrottledShare float64  `json:"cpu_throttled_share,omitempty"`
+	ThrottledS     float64  `json:"cpu_throttled_s,omitempty"`
 }
 
 // ErrInterrupted is the suite's: what finished is kept.

@@ -32,8 +32,8 @@ type PoolFlags struct {
 	// concurrencyList is --concurrency given as a list, where the command takes one
 	// (AllowConcurrencyList): the values a sweep runs.
 	concurrencyList, listHelp string
-	perFrame                                         time.Duration
-	fs                                               *pflag.FlagSet
+	perFrame                  time.Duration
+	fs                        *pflag.FlagSet
 }
 
 // MaxRTT bounds --rtt and its per-tier flags: a round trip longer than a second is no
