@@ -56,7 +56,10 @@ type Config struct {
 	GatewayReplicas   int
 	BackendReplicas   int
 	ProxyConcurrency  int
-	WaypointReplicas  int
+	// GatewayCPULimit and GatewayCPURequest are the gateway container's CPU limit and request
+	// (0: ProxyConcurrency cores, the lab's request = limit = workers): GatewayCPU resolves them.
+	GatewayCPULimit, GatewayCPURequest stacks.CPU
+	WaypointReplicas                   int
 	// Rollout is the pool's restart and push state (rollout.go).
 	Rollout Rollout
 	// GatewayDrainDuration is Istio's drainDuration for the gateway pods: how long Envoy keeps
@@ -279,6 +282,19 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 	integer(configkey.GatewayReplicas, &cfg.GatewayReplicas)
 	integer(configkey.ProxyConcurrency, &cfg.ProxyConcurrency)
 	integer(configkey.WaypointReplicas, &cfg.WaypointReplicas)
+	for _, k := range []struct {
+		key string
+		dst *stacks.CPU
+	}{{configkey.GatewayCPULimit, &cfg.GatewayCPULimit}, {configkey.GatewayCPURequest, &cfg.GatewayCPURequest}} {
+		if raw := c.Get(k.key); raw != "" {
+			v, err := stacks.ParseCPU(raw)
+			if err != nil || v == 0 {
+				errs = append(errs, &ConfigError{k.key, raw, cpuAllowed})
+				continue
+			}
+			*k.dst = v
+		}
+	}
 	var rerrs []error
 	cfg.Rollout, rerrs = readRollout(c.Get)
 	errs = append(errs, rerrs...)
@@ -395,6 +411,17 @@ func (c Config) Validate() error {
 			bad(f.key, fmt.Sprint(f.v), r.text())
 		}
 	}
+	for _, f := range []struct {
+		key string
+		v   stacks.CPU
+	}{{configkey.GatewayCPULimit, c.GatewayCPULimit}, {configkey.GatewayCPURequest, c.GatewayCPURequest}} {
+		if f.v != 0 && f.v.Check() != nil {
+			bad(f.key, f.v.String(), cpuAllowed)
+		}
+	}
+	if limit, req := c.GatewayCPU(); req > limit {
+		bad(configkey.GatewayCPURequest, req.String(), fmt.Sprintf("at most the limit, %s cores (igwlab:gatewayCpuLimit, or igwlab:proxyConcurrency without it): Kubernetes refuses a request over its limit", limit))
+	}
 	if !versionPattern.MatchString(c.IstioVersion) || !strings.HasPrefix(c.IstioVersion, "1.") {
 		bad(configkey.IstioVersion, c.IstioVersion, "an Istio release such as 1.27.9")
 	}
@@ -428,6 +455,24 @@ func (c Config) Validate() error {
 		bad(configkey.Cluster, c.Cluster, "existing when renderDir is set (render mode needs no cluster)")
 	}
 	return errors.Join(errs...)
+}
+
+// cpuAllowed is what the CPU keys take.
+var cpuAllowed = fmt.Sprintf("a CPU quantity, %s..%s cores (2, 0.5 or 1500m; unset: igwlab:proxyConcurrency cores)", stacks.MinCPU, stacks.MaxCPU)
+
+// GatewayCPU is the gateway container's CPU limit and request: the keys' values, else one core
+// per worker (request = limit = concurrency, so that concurrency means what it says); a
+// request left unset is the limit.
+func (c Config) GatewayCPU() (limit, request stacks.CPU) {
+	limit = c.GatewayCPULimit
+	if limit == 0 {
+		limit = stacks.CPU(c.ProxyConcurrency * 1000)
+	}
+	request = c.GatewayCPURequest
+	if request == 0 {
+		request = limit
+	}
+	return limit, request
 }
 
 // ScenarioOf returns the configured scenario with the lab's values.

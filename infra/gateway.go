@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/igwlab/igwlab/stacks"
+
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v3"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
@@ -16,6 +18,8 @@ type GatewayArgs struct {
 	Version     string
 	Replicas    int
 	Concurrency int // Envoy worker threads per pod
+	// CPULimit and CPURequest are the container's resources (Config.GatewayCPU).
+	CPULimit, CPURequest stacks.CPU
 	// DrainDuration is how long Envoy keeps a listener an EnvoyFilter change replaced.
 	DrainDuration time.Duration
 	Install       bool
@@ -36,6 +40,8 @@ type IngressGateway struct {
 	pulumi.ResourceState
 	Namespace *corev1.Namespace
 	Release   *helm.Release
+	// Headless is the gateway pods' headless Service (GatewayHeadless).
+	Headless *corev1.Service
 	// ProxyConfig is the pod annotation proxy.istio.io/config.
 	ProxyConfig string
 }
@@ -84,17 +90,17 @@ func NewIngressGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts
 	if err != nil {
 		return nil, err
 	}
-	cpu := pulumi.String(fmt.Sprint(args.Concurrency))
 	values := pulumi.Map{
 		"replicaCount": pulumi.Int(args.Replicas),
 		// The chart's HPA (1..5 replicas) would shrink a lightly loaded pool under the lab.
 		"autoscaling": pulumi.Map{"enabled": pulumi.Bool(false)},
 		// The istio label otherwise follows the release name; the lab's selectors need this one.
 		"labels": pulumi.Map{"istio": pulumi.String("ingressgateway")},
-		// CPU request = limit = workers, so concurrency means what it says.
+		// By default CPU request = limit = workers, so concurrency means what it says; a limit
+		// below the workers is the kernel's CFS quota throttling them (scenario 21).
 		"resources": pulumi.Map{
-			"requests": pulumi.Map{"cpu": cpu, "memory": pulumi.String(gatewayMemRequest)},
-			"limits":   pulumi.Map{"cpu": cpu, "memory": pulumi.String(gatewayMemLimit)},
+			"requests": pulumi.Map{"cpu": pulumi.String(args.CPURequest.String()), "memory": pulumi.String(gatewayMemRequest)},
+			"limits":   pulumi.Map{"cpu": pulumi.String(args.CPULimit.String()), "memory": pulumi.String(gatewayMemLimit)},
 		},
 	}
 	annotations := pulumi.Map{"proxy.istio.io/config": pulumi.String(c.ProxyConfig)}
@@ -112,9 +118,22 @@ func NewIngressGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts
 			return nil, err
 		}
 	}
+	if c.Headless, err = corev1.NewService(ctx, GatewayHeadless, &corev1.ServiceArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(GatewayHeadless), Namespace: c.Namespace.Metadata.Name().Elem(),
+			Labels: pulumi.StringMap{"app.kubernetes.io/part-of": pulumi.String("igwlab")}},
+		Spec: &corev1.ServiceSpecArgs{
+			ClusterIP: pulumi.String("None"),
+			Selector:  pulumi.StringMap{"istio": pulumi.String("ingressgateway")},
+			Ports: corev1.ServicePortArray{&corev1.ServicePortArgs{Name: pulumi.String("http2"), Port: pulumi.Int(80),
+				TargetPort: pulumi.Int(80), AppProtocol: pulumi.String("http2")}},
+		},
+	}, child(c, opts)...); err != nil {
+		return nil, err
+	}
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{
 		"namespace": pulumi.String(GatewayNamespace), "replicas": pulumi.Int(args.Replicas),
 		"concurrency": pulumi.Int(args.Concurrency), "drainDuration": pulumi.String(DurationText(args.DrainDuration)),
+		"cpuLimit": pulumi.String(args.CPULimit.String()), "cpuRequest": pulumi.String(args.CPURequest.String()),
 		"restartedAt": pulumi.String(args.Rollout.restartedText()),
 	})
 }

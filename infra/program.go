@@ -29,7 +29,11 @@ const (
 	LoadgenNamespace = "loadgen"
 	MonitorNamespace = "monitoring"
 	GatewayRelease   = "istio-ingressgateway"
-	WaypointName     = "igw-test-waypoint"
+	// GatewayHeadless is the gateway's headless Service: its DNS name answers with every
+	// ready gateway pod's address, which a gRPC client's round_robin keeps a connection to each
+	// of (scenario 20-grpc-round-robin), past the L4 balancer.
+	GatewayHeadless = "istio-ingressgateway-headless"
+	WaypointName    = "igw-test-waypoint"
 	// WaypointSelector finds the waypoint's pods: istiod labels the Deployment it makes for a
 	// Gateway with the Gateway's name.
 	WaypointSelector = "gateway.networking.k8s.io/gateway-name=" + WaypointName
@@ -99,8 +103,10 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 		Platform: cfg.istioProfile()}, opts...); err != nil {
 		return nil, err
 	}
+	gwLimit, gwRequest := cfg.GatewayCPU()
 	if lab.Gateway, err = NewIngressGateway(ctx, "gateway", &GatewayArgs{Version: cfg.IstioVersion,
 		Replicas: cfg.GatewayReplicas, Concurrency: cfg.ProxyConcurrency, DrainDuration: cfg.GatewayDrainDuration,
+		CPULimit: gwLimit, CPURequest: gwRequest,
 		Install: cfg.InstallUpstream, Upstream: cfg.Upstream, SkipAwait: cfg.SkipAwait, Istio: lab.Istio, Platform: cfg.istioProfile(),
 		Rollout: cfg.Rollout, Check: gatewayCheck}, opts...); err != nil {
 		return nil, err

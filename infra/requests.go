@@ -3,6 +3,8 @@ package infra
 import (
 	"fmt"
 	"sort"
+
+	"github.com/igwlab/igwlab/stacks"
 )
 
 // K3dNodes is the k3d cluster's node count (k3d-cluster.sh: 1 server, 2 agents). Each node is
@@ -67,7 +69,7 @@ func (c Config) Requests(nodes int) []PodGroup {
 		system = []PodGroup{{"k3s coredns and metrics-server", 2, false, K3sSystemRequests}}
 	}
 	return append(system, []PodGroup{
-		{"gateway", c.GatewayReplicas, false, Request{int64(c.ProxyConcurrency) * 1000, mem(gatewayMemRequest)}},
+		{"gateway", c.GatewayReplicas, false, Request{int64(gatewayRequest(c)), mem(gatewayMemRequest)}},
 		{"istiod", 1, false, IstiodRequests},
 		{"ztunnel", nodes, true, ZtunnelRequests},
 		{"istio-cni", nodes, true, CNIRequests},
@@ -168,4 +170,10 @@ func mustBytes(q string) int64 {
 		return n << 30
 	}
 	panic("memory quantity " + q)
+}
+
+// gatewayRequest is the gateway container's CPU request in millicores.
+func gatewayRequest(c Config) stacks.CPU {
+	_, req := c.GatewayCPU()
+	return req
 }

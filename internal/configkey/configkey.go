@@ -15,8 +15,12 @@ const (
 	JWKS                 = "jwks"
 	GatewayDrainDuration = "gatewayDrainDuration"
 	ProxyConcurrency     = "proxyConcurrency"
-	Kubeconfig           = "kubeconfig"
-	KubeContext          = "kubeContext"
+	// GatewayCPULimit and GatewayCPURequest are the gateway container's CPU limit and
+	// request (Kubernetes quantities; default: proxyConcurrency cores each).
+	GatewayCPULimit   = "gatewayCpuLimit"
+	GatewayCPURequest = "gatewayCpuRequest"
+	Kubeconfig        = "kubeconfig"
+	KubeContext       = "kubeContext"
 )
 
 // The program's other keys.
@@ -73,7 +77,7 @@ const (
 // refused, so that a misspelt one is not ignored.
 var All = []string{
 	APIPort, BuildImages, Cluster, ClusterName, FortioImage, GatewayAdmins, GatewayAPIVersion, GatewayURL,
-	GatewayDrainDuration, GatewayMaxSurge, GatewayMaxUnavailable, GatewayPush, GatewayReplicas, GatewayRestartedAt, GrafanaPassword,
+	GatewayCPULimit, GatewayCPURequest, GatewayDrainDuration, GatewayMaxSurge, GatewayMaxUnavailable, GatewayPush, GatewayReplicas, GatewayRestartedAt, GrafanaPassword,
 	H2dialImage, HostPort, HTTPBinImage, InstallUpstream, IstioVersion, JWKS, JWTKey, K3sImage,
 	Knobs, KubeContext, KubePrometheusStackVersion, Kubeconfig, Monitoring, Platform, Profile, PrometheusURL, ProxyConcurrency,
 	RenderAllScenarios, RenderDir, Scenario, SkipAwait, UpstreamDir, Verify, VerifyTimeout,

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,4 +42,15 @@ func tainted(n corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// NodeProxy GETs path from a node's kubelet through the API server's node proxy
+// (/api/v1/nodes/<node>/proxy<path>), as kubectl get --raw does: a kubelet's
+// /metrics/cadvisor, which the API server reaches with its own kubelet credentials.
+func (k *Client) NodeProxy(ctx context.Context, node, path string) ([]byte, error) {
+	b, err := k.CS.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", path).DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("node %s %s: %w", node, path, err)
+	}
+	return b, nil
 }

@@ -35,6 +35,10 @@ var selectors = map[string]struct{ ns, sel string }{
 // ServiceAddr is the gateway Service as the load generators reach it.
 var ServiceAddr = "istio-ingressgateway." + infra.GatewayNamespace + ".svc.cluster.local:80"
 
+// HeadlessTarget is the gateway's headless Service as a gRPC client names it for round_robin:
+// DNS answers with every ready gateway pod's address, one connection each.
+var HeadlessTarget = "dns:///" + infra.GatewayHeadless + "." + infra.GatewayNamespace + ".svc.cluster.local:80"
+
 // ClusterOptions configure a cluster target.
 type ClusterOptions struct {
 	Name     string // k3d or existing
@@ -232,6 +236,9 @@ func (c *Cluster) ensureJWTKey(ctx context.Context) error {
 
 // Pods implements Target.
 func (c *Cluster) Pods(ctx context.Context, role string) ([]gateway.Pod, error) {
+	if role == gateway.Kubelet {
+		return c.kubelets(ctx)
+	}
 	s, ok := selectors[role]
 	if !ok {
 		return nil, fmt.Errorf("no pods of role %q", role)
@@ -251,6 +258,24 @@ func (c *Cluster) Pods(ctx context.Context, role string) ([]gateway.Pod, error) 
 	return out, nil
 }
 
+// kubelets are the nodes the gateway pods run on, as pods of role Kubelet named after them.
+func (c *Cluster) kubelets(ctx context.Context) ([]gateway.Pod, error) {
+	s := selectors[gateway.Gateway]
+	pods, err := c.o.Kube.Pods(ctx, s.ns, s.sel)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []gateway.Pod
+	for _, p := range pods {
+		if n := p.Spec.NodeName; n != "" && !seen[n] {
+			seen[n] = true
+			out = append(out, gateway.Pod{Name: n, Role: gateway.Kubelet, Admin: "node/" + n + gateway.KubeletCAdvisor})
+		}
+	}
+	return out, nil
+}
+
 func adminPort(role string) int {
 	if role == gateway.Ztunnel {
 		return 15020
@@ -260,6 +285,9 @@ func adminPort(role string) int {
 
 // Admin implements Target.
 func (c *Cluster) Admin(ctx context.Context, p gateway.Pod, path string) ([]byte, error) {
+	if p.Role == gateway.Kubelet {
+		return c.o.Kube.NodeProxy(ctx, p.Name, path)
+	}
 	if p.Role == gateway.Ztunnel && strings.HasPrefix(path, "/stats/prometheus") {
 		path = "/metrics"
 	}
@@ -280,7 +308,11 @@ func (c *Cluster) Load(ctx context.Context, spec load.Spec) (*load.Result, error
 	var out []byte
 	switch {
 	case run.Exec != nil:
-		out, err = c.execIn(ctx, run.Exec.Selector, run.Exec.Container, run.Exec.Command(spec, ServiceAddr))
+		target := ServiceAddr
+		if spec.LB == load.RoundRobin {
+			target = HeadlessTarget
+		}
+		out, err = c.execIn(ctx, run.Exec.Selector, run.Exec.Container, run.Exec.Command(spec, target))
 	default:
 		return nil, fmt.Errorf("the %s client has no way to run in a cluster", spec.Kind)
 	}

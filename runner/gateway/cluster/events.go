@@ -36,8 +36,9 @@ type poolEvents struct {
 	upMu sync.Mutex // one pulumi up at a time, as the stack's lock allows
 	ups  sync.WaitGroup
 
-	mu      sync.Mutex
-	own     *ownReplicas // the stack's replicas before the first scenario changed them
+	mu sync.Mutex
+	// own is each key's value in the stack before the first scenario changed it.
+	own     map[string]ownValue
 	steps   []gateway.Disruption
 	planned map[string]bool // pods the scenario's events started or removed
 	pods    map[string]podStep
@@ -50,7 +51,7 @@ type poolEvents struct {
 	cancel context.CancelFunc
 }
 
-type ownReplicas struct {
+type ownValue struct {
 	value string
 	set   bool
 }
@@ -77,24 +78,39 @@ func (c *Cluster) SetReplicas(ctx context.Context, n int) error {
 	ev.ups.Wait() // the last window's events are all applied first, in their order
 	ev.upMu.Lock()
 	defer ev.upMu.Unlock()
-	key := configkey.Full(configkey.GatewayReplicas)
-	cur, set, err := c.o.Stack.GetConfig(ctx, key)
+	v := ""
+	if n > 0 {
+		v = strconv.Itoa(n)
+	}
+	return c.hold(ctx, configkey.GatewayReplicas, v)
+}
+
+// hold sets a key of the stack for the next pulumi up, or with "" puts back the value it had
+// before the first scenario changed it (removing it if it had none).
+func (c *Cluster) hold(ctx context.Context, key, v string) error {
+	ev := c.events()
+	full := configkey.Full(key)
+	cur, set, err := c.o.Stack.GetConfig(ctx, full)
 	if err != nil {
 		return err
 	}
 	ev.mu.Lock()
 	if ev.own == nil {
-		ev.own = &ownReplicas{cur, set}
+		ev.own = map[string]ownValue{}
 	}
-	own := *ev.own
+	own, ok := ev.own[key]
+	if !ok {
+		own = ownValue{cur, set}
+		ev.own[key] = own
+	}
 	ev.mu.Unlock()
 	switch {
-	case n > 0 && (!set || cur != strconv.Itoa(n)):
-		return c.o.Stack.SetConfig(ctx, key, strconv.Itoa(n), false)
-	case n == 0 && own.set && cur != own.value:
-		return c.o.Stack.SetConfig(ctx, key, own.value, false)
-	case n == 0 && !own.set && set:
-		return c.o.Stack.RemoveConfig(ctx, key)
+	case v != "" && (!set || cur != v):
+		return c.o.Stack.SetConfig(ctx, full, v, false)
+	case v == "" && own.set && cur != own.value:
+		return c.o.Stack.SetConfig(ctx, full, own.value, false)
+	case v == "" && !own.set && set:
+		return c.o.Stack.RemoveConfig(ctx, full)
 	}
 	return nil
 }

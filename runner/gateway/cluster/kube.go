@@ -19,6 +19,9 @@ type Kube interface {
 	Delete(ctx context.Context, namespace, pod string, graceSeconds int64) error
 	Get(ctx context.Context, namespace, pod string, port int, path string) ([]byte, error)
 	Exec(ctx context.Context, namespace, pod, container string, cmd []string) (stdout, stderr []byte, err error)
+	// NodeProxy GETs path from a node's kubelet through the API server
+	// (/api/v1/nodes/<node>/proxy<path>): its cAdvisor metrics.
+	NodeProxy(ctx context.Context, node, path string) ([]byte, error)
 	Close()
 }
 

@@ -110,7 +110,9 @@ func NewKube(pods, workers int) *Kube {
 	}
 	for i := 0; i < pods; i++ {
 		name := fmt.Sprintf("istio-ingressgateway-7c9d-%c", 'a'+i)
-		add(ReadyPod("istio-ingress", name, map[string]string{"istio": "ingressgateway"}))
+		p := ReadyPod("istio-ingress", name, map[string]string{"istio": "ingressgateway"})
+		p.Spec.NodeName = Node
+		add(p)
 		k.EnvoyByPod[name] = &Envoy{workers: workers, perWkr: make([]int, workers),
 			spec: map[string]any{"configPatches": []any{}}}
 	}
@@ -187,6 +189,26 @@ func (k *Kube) Exec(_ context.Context, ns, pod, container string, cmd []string) 
 }
 
 func (k *Kube) Close() {}
+
+// Node is the node the fake gateway pods run on.
+const Node = "k3d-igw-tc-lab-agent-0"
+
+// NodeProxy plays the node's kubelet: cAdvisor's metrics for each gateway pod's proxy
+// container, one CPU second and a CPU limit of one core, never throttled.
+func (k *Kube) NodeProxy(_ context.Context, node, path string) ([]byte, error) {
+	if node != Node || path != "/metrics/cadvisor" {
+		return nil, fmt.Errorf("no %s on node %s", path, node)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var b strings.Builder
+	for _, pod := range slices.Sorted(maps.Keys(k.EnvoyByPod)) {
+		l := fmt.Sprintf(`{container="istio-proxy",namespace="istio-ingress",pod=%q}`, pod)
+		fmt.Fprintf(&b, "container_cpu_usage_seconds_total%s 1\ncontainer_spec_cpu_quota%s 100000\ncontainer_spec_cpu_period%s 100000\n", l, l, l)
+		fmt.Fprintf(&b, "container_cpu_cfs_periods_total%s 10\ncontainer_cpu_cfs_throttled_periods_total%s 0\ncontainer_cpu_cfs_throttled_seconds_total%s 0\n", l, l, l)
+	}
+	return []byte(b.String()), nil
+}
 
 // Stack records config and, on Up, pushes the scenario's EnvoyFilter to every fake Envoy,
 // which then drains its old listener for a poll.
