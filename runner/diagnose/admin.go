@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/igwlab/igwlab/runner/stats"
 )
 
 // AdminSource reads gateway pods' Envoy admin endpoints directly (a base URL each, as
@@ -17,7 +19,10 @@ import (
 // the end of Duration, /server_info for the pod's name and workers, /config_dump for what is
 // in force.
 type AdminSource struct {
-	URLs     []string
+	URLs []string
+	// CAdvisor are kubelets' /metrics/cadvisor URLs (the nodes the pods run on), for their
+	// CPU limits and throttling; none: not read.
+	CAdvisor []string
 	Duration time.Duration
 	// Timeout bounds each request (5 s when zero).
 	Timeout time.Duration
@@ -69,7 +74,11 @@ func (a AdminSource) Window(ctx context.Context) (*Window, error) {
 		byPod.base[n] = u
 		pods = append(pods, n)
 	}
-	w, err := Sample(ctx, fmt.Sprintf("Envoy admin (%d endpoint(s))", len(a.URLs)), pods, byPod, a.Duration)
+	var cpu CAdvisor
+	if len(a.CAdvisor) > 0 {
+		cpu = urlCAdvisor{a}
+	}
+	w, err := Sample(ctx, fmt.Sprintf("Envoy admin (%d endpoint(s))", len(a.URLs)), pods, byPod, a.Duration, cpu)
 	if err != nil {
 		return nil, fmt.Errorf("%w (read from %s)", err, strings.Join(a.URLs, ", "))
 	}
@@ -145,4 +154,44 @@ func (a AdminSource) Get(ctx context.Context, base, path string) ([]byte, error)
 		return nil, fmt.Errorf("%s%s: HTTP %d", base, path, resp.StatusCode)
 	}
 	return b, nil
+}
+
+// urlCAdvisor reads kubelets' cAdvisor pages at their URLs.
+type urlCAdvisor struct{ a AdminSource }
+
+func (u urlCAdvisor) Pages(ctx context.Context) ([]stats.Snapshot, error) {
+	var out []stats.Snapshot
+	for _, raw := range u.a.CAdvisor {
+		b, err := u.a.Get(ctx, raw, "")
+		if err != nil {
+			return nil, err
+		}
+		s, err := stats.ParseSnapshot(raw, time.Now(), b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", raw, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// ParseCAdvisorURLs checks --cadvisor: kubelets' cAdvisor URLs; a base URL stands for its
+// /metrics/cadvisor.
+func ParseCAdvisorURLs(list string) ([]string, error) {
+	var out []string
+	for _, raw := range strings.Split(list, ",") {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
+			continue
+		}
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("--cadvisor %q: want a kubelet's cAdvisor URL such as http://127.0.0.1:10255/metrics/cadvisor", raw)
+		}
+		if strings.Trim(u.Path, "/") == "" {
+			u.Path = "/metrics/cadvisor"
+		}
+		out = append(out, u.String())
+	}
+	return out, nil
 }

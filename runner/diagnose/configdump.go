@@ -20,6 +20,7 @@ func inForce(dump []byte, prefix string) (*InForce, error) {
 		{"hcm.http2_protocol_options.max_concurrent_streams", &f.MaxConcurrentStreams},
 		{"hcm.common_http_protocol_options.max_requests_per_connection", &f.MaxRequestsPerConnection},
 		{"hcm.common_http_protocol_options.max_connection_duration", &f.MaxConnectionDuration},
+		{"hcm.common_http_protocol_options.max_stream_duration", &f.MaxStreamDuration},
 		{"listener.connection_balance_config.exact_balance", &f.ExactBalance},
 	} {
 		spec, _ := stacks.Lookup(kv.path)

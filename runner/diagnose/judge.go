@@ -61,7 +61,15 @@ type Report struct {
 	Lever             *Lever         `json:"lever,omitempty"`
 	Notes             []string       `json:"notes,omitempty"`
 	// Young are pods much younger than the oldest that carry far less than their share.
-	Young   []YoungPod        `json:"young_pods,omitempty"`
+	Young []YoungPod `json:"young_pods,omitempty"`
+	// Streams is the mix of streams the stats show: how long they live, drains that do not
+	// finish (nil with none in flight).
+	Streams *StreamMix `json:"streams,omitempty"`
+	// CPU says, pod by pod, how its workers sit against its CPU limit and how often the kernel
+	// held it back (empty where the source read no CPU limits).
+	CPU []string `json:"cpu,omitempty"`
+	// NoEffect names the levers that would do nothing for what was seen, and why.
+	NoEffect []string `json:"no_effect,omitempty"`
 	InForce *InForce          `json:"in_force,omitempty"`
 	Names   map[string]string `json:"names"`
 }
@@ -91,6 +99,12 @@ type Rotation struct {
 
 // Judge makes the report for a window.
 func Judge(w *Window) *Report {
+	r := judge(w)
+	r.NoEffect = noEffect(w, r)
+	return r
+}
+
+func judge(w *Window) *Report {
 	r := &Report{Source: w.Source, SpanS: w.Span.Seconds(), InForce: w.InForce, Notes: w.Missing,
 		Names: map[string]string{"hcm_prefix": w.Names.HCMPrefix, "listener": w.Names.Listener}}
 	var seen, reqs, activeRq []float64
@@ -135,6 +149,8 @@ func Judge(w *Window) *Report {
 	}
 	r.Rotation.Text = rotationText(w.InForce, r.Rotation)
 	r.Busy = busyText(w, r)
+	r.Streams = streamMix(w, r)
+	r.CPU, _ = cpuLines(w, r)
 	n := len(r.Pods)
 	switch {
 	case n < 2:

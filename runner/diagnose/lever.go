@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,13 @@ type Lever struct {
 }
 
 const (
-	knobMaxRequests = "hcm.common_http_protocol_options.max_requests_per_connection"
+	knobMaxRequests    = "hcm.common_http_protocol_options.max_requests_per_connection"
+	knobStreamDuration = "hcm.common_http_protocol_options.max_stream_duration"
+	// streamLife is the max_stream_duration diagnose proposes for long-lived streams: a
+	// watch or feed client opens the next stream at once, so a minute moves its load about as
+	// often as the count rotation diagnose proposes moves a busy connection's, at a stream's
+	// reconnect per minute.
+	streamLife = "60s"
 	knobStreams     = "hcm.http2_protocol_options.max_concurrent_streams"
 	knobExact       = "listener.connection_balance_config.exact_balance"
 )
@@ -117,6 +124,9 @@ func clientText(r *Report, w *Window) string {
 
 // chooseLever picks the knob that fits, or none.
 func chooseLever(r *Report, w *Window, placedBeyond bool) *Lever {
+	if l := streamsLever(r, w, placedBeyond); l != nil {
+		return l
+	}
 	var l *Lever
 	switch {
 	case r.Verdict == AsChance:
@@ -191,14 +201,21 @@ func patch(path, value string, w *Window) (string, string) {
 // that tries it in the lab first (on scenario, when not ""). Both are "" for a knob or value
 // the registry refuses.
 func Patch(name, origin, path, value, listener, scenario string) (string, string) {
-	spec, ok := stacks.Lookup(path)
-	if !ok {
-		return "", ""
-	}
+	return PatchKnobs(name, origin, map[string]string{path: value}, listener, scenario)
+}
+
+// PatchKnobs is Patch for several knobs at once, set by path.
+func PatchKnobs(name, origin string, set map[string]string, listener, scenario string) (string, string) {
 	var k stacks.Knobs
-	if err := spec.Set(&k, value); err != nil {
-		return "", ""
+	paths := make([]string, 0, len(set))
+	for path, value := range set {
+		spec, ok := stacks.Lookup(path)
+		if !ok || spec.Set(&k, value) != nil {
+			return "", ""
+		}
+		paths = append(paths, path)
 	}
+	sort.Strings(paths)
 	t := envoyfilter.DefaultTarget
 	if _, port, ok := strings.Cut(listener, "_"); ok {
 		if p, err := strconv.Atoi(port); err == nil {
@@ -215,5 +232,35 @@ func Patch(name, origin, path, value, listener, scenario string) (string, string
 	if scenario != "" {
 		preview += " --scenario " + scenario
 	}
-	return note + string(b), preview + " --set " + path + "=" + value
+	for _, path := range paths {
+		preview += " --set " + path + "=" + set[path]
+	}
+	return note + string(b), preview
+}
+
+// streamsLever is max_stream_duration for concentrated long-lived streams that rotation
+// cannot move, with count rotation beside it when none is in force: ending a stream moves it
+// only when its connection drains.
+func streamsLever(r *Report, w *Window, placedBeyond bool) *Lever {
+	m := r.Streams
+	if m == nil || !m.LongLived || placedBeyond || r.Verdict == AsChance || r.Verdict == NotEnoughData {
+		return nil
+	}
+	if f := w.InForce; f != nil && f.MaxStreamDuration > 0 || m.Ended > 0 {
+		return &Lever{Why: fmt.Sprintf("the streams are long-lived (%s) and max_stream_duration already ends them: make it shorter, and keep rotation in force so their successors move", m.Text)}
+	}
+	set := map[string]string{knobStreamDuration: streamLife}
+	why := fmt.Sprintf("the streams are long-lived (%s): rotation alone drains their connections and they stay open under the streams; "+
+		"max_stream_duration %s ends each stream after a minute (a reset once its response has started: gRPC clients see INTERNAL and open the next)", m.Text, streamLife)
+	if !rotating(w.InForce, r.Rotation) {
+		v := strconv.Itoa(rotationValue(r))
+		set[knobMaxRequests] = v
+		why += fmt.Sprintf(", and max_requests_per_connection %s drains their connections, so the next streams land on new ones", v)
+	} else {
+		why += "; the rotation in force then moves their successors to new connections"
+	}
+	l := &Lever{Knob: knobStreamDuration, Value: streamLife, Why: why,
+		Cost: "every stream reopened once a minute: a new request through the filter chain, and a gap the client's retry covers"}
+	l.EnvoyFilter, l.Preview = PatchKnobs("gateway-streams", "diagnose", set, w.Names.Listener, "19-streams-duration")
+	return l
 }

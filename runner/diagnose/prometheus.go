@@ -81,6 +81,9 @@ func (p PromSource) Window(ctx context.Context) (*Window, error) {
 	if err != nil || len(w.CPUSeconds) == 0 {
 		w.Missing = append(w.Missing, fmt.Sprintf("container CPU per pod (container_cpu_usage_seconds_total from cAdvisor, container=\"istio-proxy\") is not in this Prometheus%s: busy workers cannot be judged", errText(err)))
 	}
+	if w.CPU, err = p.cfs(ctx, prom, span, w.CPUSeconds); err != nil {
+		w.Missing = append(w.Missing, "the CFS counters (container_cpu_cfs_periods_total, container_cpu_cfs_throttled_periods_total): "+err.Error())
+	}
 	return w, nil
 }
 
@@ -247,6 +250,49 @@ func (p PromSource) cpu(ctx context.Context, prom v1.API, span time.Duration) (m
 		for _, s := range vec {
 			out[string(s.Metric[model.LabelName(p.PodLabel)])] = float64(s.Value)
 		}
+	}
+	return out, nil
+}
+
+// cfs is each pod's proxy container over the span as cAdvisor counts it: its CPU limit
+// (container_spec_cpu_quota over container_spec_cpu_period at the end) and its CFS periods,
+// throttled periods and throttled time (their increase). cAdvisor exports them only for a
+// container with a quota: a pod without one is absent.
+func (p PromSource) cfs(ctx context.Context, prom v1.API, span time.Duration, used map[string]float64) (map[string]stats.CPU, error) {
+	sel := fmt.Sprintf(`{%s=~%q, container="istio-proxy"}`, p.PodLabel, p.PodRegex)
+	by := "sum by (" + p.PodLabel + ") "
+	queries := []struct {
+		q   string
+		set func(*stats.CPU, float64)
+	}{
+		{by + "(container_spec_cpu_quota" + sel + ") / " + by + "(container_spec_cpu_period" + sel + ")", func(c *stats.CPU, v float64) { c.LimitCores = v }},
+		{fmt.Sprintf("%s(increase(container_cpu_cfs_periods_total%s[%ds]))", by, sel, int(span.Seconds())), func(c *stats.CPU, v float64) { c.Periods, c.Limited = v, true }},
+		{fmt.Sprintf("%s(increase(container_cpu_cfs_throttled_periods_total%s[%ds]))", by, sel, int(span.Seconds())), func(c *stats.CPU, v float64) { c.Throttled = v }},
+		{fmt.Sprintf("%s(increase(container_cpu_cfs_throttled_seconds_total%s[%ds]))", by, sel, int(span.Seconds())), func(c *stats.CPU, v float64) { c.ThrottledS = v }},
+	}
+	out := map[string]stats.CPU{}
+	for _, q := range queries {
+		qctx, cancel := context.WithTimeout(ctx, p.Timeout)
+		val, _, err := prom.Query(qctx, q.q, p.End)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		vec, _ := val.(model.Vector)
+		for _, smp := range vec {
+			pod := string(smp.Metric[model.LabelName(p.PodLabel)])
+			c := out[pod]
+			c.Pod = pod
+			q.set(&c, float64(smp.Value))
+			out[pod] = c
+		}
+	}
+	for pod, c := range out {
+		c.UsageS = used[pod]
+		out[pod] = c
+	}
+	if len(out) == 0 {
+		return nil, nil
 	}
 	return out, nil
 }

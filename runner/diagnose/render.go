@@ -47,6 +47,15 @@ func WriteText(w io.Writer, r *Report) {
 	if r.Client != "" {
 		fmt.Fprintf(w, "clients      %s\n", r.Client)
 	}
+	if r.Streams != nil {
+		fmt.Fprintf(w, "streams      %s\n", r.Streams.Text)
+	}
+	for _, c := range r.CPU {
+		fmt.Fprintf(w, "cpu          %s\n", c)
+	}
+	for _, n := range r.NoEffect {
+		fmt.Fprintf(w, "no effect    %s\n", n)
+	}
 	if l := r.Lever; l != nil {
 		if l.Knob == "" {
 			fmt.Fprintf(w, "lever        none at the gateway: %s\n", l.Why)

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -15,11 +16,19 @@ type Admins interface {
 	Get(ctx context.Context, pod, path string) ([]byte, error)
 }
 
-// Sample reads each pod's /stats/prometheus, waits d, and reads them again; then each pod's
-// /config_dump for what is in force (a pod that will not give it is named in Missing). source
-// names where the pods came from, for the report.
-func Sample(ctx context.Context, source string, pods []string, a Admins, d time.Duration) (*Window, error) {
+// CAdvisor reads the cAdvisor metrics of the gateway pods' nodes (their kubelets'
+// /metrics/cadvisor): each page a snapshot.
+type CAdvisor interface {
+	Pages(ctx context.Context) ([]stats.Snapshot, error)
+}
+
+// Sample reads each pod's /stats/prometheus (and, with cpu, its node's cAdvisor metrics),
+// waits d, and reads them again; then each pod's /config_dump for what is in force (a pod that
+// will not give it is named in Missing). source names where the pods came from, for the
+// report.
+func Sample(ctx context.Context, source string, pods []string, a Admins, d time.Duration, cpu CAdvisor) (*Window, error) {
 	start := time.Now()
+	cpuPre, cpuErr := cpuPages(ctx, cpu)
 	pre, err := readAll(ctx, pods, a)
 	if err != nil {
 		return nil, err
@@ -36,6 +45,14 @@ func Sample(ctx context.Context, source string, pods []string, a Admins, d time.
 	w, err := windowFrom(source, pre, post, time.Since(start))
 	if err != nil {
 		return nil, err
+	}
+	if cpu != nil {
+		cpuPost, err := cpuPages(ctx, cpu)
+		if err = errors.Join(cpuErr, err); err != nil {
+			w.Missing = append(w.Missing, "the nodes' cAdvisor metrics (a kubelet's /metrics/cadvisor): "+err.Error()+": CPU limits and throttling not read")
+		} else {
+			w.setCPU(cpuPre, cpuPost)
+		}
 	}
 	w.Start, w.End = start, time.Now()
 	var read int
@@ -59,6 +76,23 @@ func Sample(ctx context.Context, source string, pods []string, a Admins, d time.
 		w.InForce.Pods = read
 	}
 	return w, nil
+}
+
+func cpuPages(ctx context.Context, c CAdvisor) (map[string]stats.CPU, error) {
+	if c == nil {
+		return nil, nil
+	}
+	pages, err := c.Pages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]stats.CPU{}
+	for _, p := range pages {
+		for pod, v := range stats.ContainerCPU(p) {
+			out[pod] = v
+		}
+	}
+	return out, nil
 }
 
 // readAll reads every pod's stats at once, so the readings are one moment of the pool.

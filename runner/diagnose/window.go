@@ -26,8 +26,11 @@ type Window struct {
 	// InForce is what the gateway's /config_dump says is set (nil when the source has none).
 	InForce *InForce `json:"in_force,omitempty"`
 	// CPUSeconds is the CPU each pod's proxy container used over the window, from cAdvisor
-	// through Prometheus; nil when the source has none.
+	// through Prometheus or a kubelet; nil when the source has none.
 	CPUSeconds map[string]float64 `json:"cpu_seconds,omitempty"`
+	// CPU is each pod's proxy container over the window as cAdvisor counts it: its CPU limit
+	// and how often the kernel held it to the limit (nil when the source has none).
+	CPU map[string]stats.CPU `json:"cpu,omitempty"`
 	// Missing says what could not be read and why, in the user's terms.
 	Missing []string `json:"missing,omitempty"`
 }
@@ -46,6 +49,7 @@ type InForce struct {
 	MaxConcurrentStreams     uint32        `json:"max_concurrent_streams,omitempty"`
 	MaxRequestsPerConnection uint32        `json:"max_requests_per_connection,omitempty"`
 	MaxConnectionDuration    time.Duration `json:"max_connection_duration_ns,omitempty"`
+	MaxStreamDuration        time.Duration `json:"max_stream_duration_ns,omitempty"`
 	ExactBalance             bool          `json:"exact_balance,omitempty"`
 	Pods                     int           `json:"pods_read"`
 }
@@ -82,4 +86,15 @@ func windowFrom(source string, pre, post []stats.Snapshot, span time.Duration) (
 		w.Missing = append(w.Missing, fmt.Sprintf("per-worker stats (envoy_listener_worker_<n>_downstream_cx_active, listener %s) not found: worker spread not measured; add listener\\..* to the gateway's proxyStatsMatcher inclusionRegexps", names.Listener))
 	}
 	return w, nil
+}
+
+// setCPU keeps each pod's CPU over the window from two cAdvisor readings.
+func (w *Window) setCPU(pre, post map[string]stats.CPU) {
+	w.CPU, w.CPUSeconds = map[string]stats.CPU{}, map[string]float64{}
+	for _, p := range w.Pods {
+		if c, ok := post[p.Name]; ok {
+			d := stats.CPUDelta(pre[p.Name], c)
+			w.CPU[p.Name], w.CPUSeconds[p.Name] = d, d.UsageS
+		}
+	}
 }

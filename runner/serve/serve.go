@@ -65,6 +65,9 @@ func Run(ctx context.Context, o Options) (*suite.Summary, error) {
 	for _, p := range pods {
 		fmt.Fprintf(o.Out, "  pod %s admin %s/stats/prometheus\n", p.Name, p.Admin)
 	}
+	if k, err := t.Pods(ctx, gateway.Kubelet); err == nil && len(k) > 0 {
+		fmt.Fprintf(o.Out, "  node %s kubelet %s%s (the pods' CPU and CFS throttling, as cAdvisor names them)\n", k[0].Name, k[0].Admin, gateway.KubeletCAdvisor)
+	}
 	if sc.Filters.JWT != nil {
 		tok, _ := t.Token(sc.Filters.JWT.Issuer)
 		fmt.Fprintf(o.Out, "JWT for the filter (issuer %s): %s\n", sc.Filters.JWT.Issuer, tok)

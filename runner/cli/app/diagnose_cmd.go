@@ -27,6 +27,7 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 	podLabel := fs.String("pod-label", "pod", "with --prometheus: the label naming the pod")
 	podRegex := fs.String("pod-regex", "istio-ingressgateway-.*", "with --prometheus: the gateway pods, by that label")
 	admin := fs.String("admin", "", "read these Envoy admin endpoints directly (comma-separated base URLs, e.g. from igwlab serve or your port-forwards)")
+	cadvisor := fs.String("cadvisor", "", "with --admin: also read these kubelets' cAdvisor metrics (comma-separated URLs of /metrics/cadvisor, as igwlab serve prints its node's) for the pods' CPU limits and throttling")
 	var k diagnose.KubeOptions
 	fs.StringVar(&k.Kubeconfig, "kubeconfig", "", "read the gateway pods' Envoy admin through Kubernetes, with this kubeconfig (default $KUBECONFIG, then ~/.kube/config); any of --kubeconfig, --context, --namespace, --selector chooses Kubernetes")
 	fs.StringVar(&k.Context, "context", "", "with Kubernetes: the kubeconfig's context (default its current one)")
@@ -45,7 +46,10 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 		if *timeout <= 0 || *timeout > 10*time.Minute {
 			return Usagef("--timeout %s: allowed (0, 10m]", *timeout)
 		}
-		if (*admin != "" || kubeSet) && (*duration <= 0 || *duration > time.Hour) {
+		if *cadvisor != "" && *admin == "" {
+			return Usagef("--cadvisor: goes with --admin (through Prometheus or Kubernetes the nodes' cAdvisor metrics are read without it)")
+		}
+				if (*admin != "" || kubeSet) && (*duration <= 0 || *duration > time.Hour) {
 			return Usagef("--duration %s: allowed (0, 1h]", *duration)
 		}
 		switch {
@@ -78,8 +82,12 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 			if err != nil {
 				return UsageError{err}
 			}
+			cad, err := diagnose.ParseCAdvisorURLs(*cadvisor)
+			if err != nil {
+				return UsageError{err}
+			}
 			fmt.Fprintf(stderr, "diagnose: watching %d admin endpoint(s) for %s\n", len(urls), *duration)
-			src = diagnose.AdminSource{URLs: urls, Duration: *duration, Timeout: *timeout}
+			src = diagnose.AdminSource{URLs: urls, CAdvisor: cad, Duration: *duration, Timeout: *timeout}
 		case kubeSet:
 			if e.Lab == nil {
 				return e.HandOn(ctx, "igwlab diagnose through Kubernetes (--kubeconfig, --context, --namespace, --selector)")

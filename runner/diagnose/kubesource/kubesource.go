@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/igwlab/igwlab/runner/diagnose"
 	"github.com/igwlab/igwlab/runner/kube"
+	"github.com/igwlab/igwlab/runner/stats"
 )
 
 // Finder finds the pods a label selector matches in a namespace, whatever their phase.
@@ -28,6 +30,13 @@ type Finder interface {
 // Reacher performs an HTTP GET on a pod's port.
 type Reacher interface {
 	Get(ctx context.Context, namespace, pod string, port int, path string) ([]byte, error)
+}
+
+// NodeReacher also reads a node's kubelet through the API server (kube.Client.NodeProxy): a
+// Reacher that is one has the nodes' cAdvisor metrics read for the pods' CPU limits and
+// throttling.
+type NodeReacher interface {
+	NodeProxy(ctx context.Context, node, path string) ([]byte, error)
 }
 
 // Check rejects options the API server would reject later, or that would wait for ever.
@@ -75,12 +84,17 @@ type Pods struct {
 
 // Window implements diagnose.Source.
 func (p Pods) Window(ctx context.Context) (*diagnose.Window, error) {
-	names, skipped, err := p.find(ctx)
+	names, nodes, skipped, err := p.find(ctx)
 	if err != nil {
 		return nil, err
 	}
 	src := fmt.Sprintf("Kubernetes: %d pod(s) in %s matching %s, Envoy admin :%d through port-forwards", len(names), p.Namespace, p.Selector, kube.AdminPort)
-	w, err := diagnose.Sample(ctx, src, names, admins{p}, p.Duration)
+	var cpu diagnose.CAdvisor
+	if nr, ok := p.Reach.(NodeReacher); ok && len(nodes) > 0 {
+		cpu = nodeCAdvisor{p: p, nr: nr, nodes: nodes}
+		src += fmt.Sprintf("; their nodes' cAdvisor through the API server (%d node(s))", len(nodes))
+	}
+	w, err := diagnose.Sample(ctx, src, names, admins{p}, p.Duration, cpu)
 	if err != nil {
 		return nil, fmt.Errorf("reading the gateway pods' Envoy admin: %w; check that `kubectl%s port-forward -n %s pod/%s %d` works (it needs the pods/portforward permission, and the API server reaching the kubelet on the pod's node)",
 			err, kubectlFlags(p.KubeOptions), p.Namespace, names[0], kube.AdminPort)
@@ -91,26 +105,31 @@ func (p Pods) Window(ctx context.Context) (*diagnose.Window, error) {
 
 // find lists the pods and keeps those Running; it names the others, and is an error that says
 // what to check when none is left.
-func (p Pods) find(ctx context.Context) (names, skipped []string, err error) {
+func (p Pods) find(ctx context.Context) (names, nodes, skipped []string, err error) {
 	lctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
 	pods, err := p.Find.List(lctx, p.Namespace, p.Selector)
 	check := fmt.Sprintf("`kubectl%s get pods -n %s -l %s`", kubectlFlags(p.KubeOptions), p.Namespace, p.Selector)
 	switch {
 	case isAPIStatus(err):
-		return nil, nil, fmt.Errorf("the API server %s would not list the pods in %s: %w; check %s", p.Server, p.Namespace, err, check)
+		return nil, nil, nil, fmt.Errorf("the API server %s would not list the pods in %s: %w; check %s", p.Server, p.Namespace, err, check)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(lctx.Err(), context.DeadlineExceeded):
-		return nil, nil, fmt.Errorf("no answer from the API server %s within %s: is the cluster up, and --context the one you mean? check %s", p.Server, p.Timeout, check)
+		return nil, nil, nil, fmt.Errorf("no answer from the API server %s within %s: is the cluster up, and --context the one you mean? check %s", p.Server, p.Timeout, check)
 	case err != nil:
-		return nil, nil, fmt.Errorf("cannot reach the API server %s: %w; is the cluster up, and --context the one you mean? check %s", p.Server, err, check)
+		return nil, nil, nil, fmt.Errorf("cannot reach the API server %s: %w; is the cluster up, and --context the one you mean? check %s", p.Server, err, check)
 	case len(pods) == 0:
-		return nil, nil, fmt.Errorf("no pod in namespace %s matches the selector %s: check %s, and give the gateway's own with --namespace and --selector (Istio's gateway chart labels its pods istio=<gateway name>; older installs app=istio-ingressgateway)",
+		return nil, nil, nil, fmt.Errorf("no pod in namespace %s matches the selector %s: check %s, and give the gateway's own with --namespace and --selector (Istio's gateway chart labels its pods istio=<gateway name>; older installs app=istio-ingressgateway)",
 			p.Namespace, p.Selector, check)
 	}
 	var down []string
+	seen := map[string]bool{}
 	for _, pod := range pods {
 		if pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
 			names = append(names, pod.Name)
+			if n := pod.Spec.NodeName; n != "" && !seen[n] {
+				seen[n] = true
+				nodes = append(nodes, n)
+			}
 			continue
 		}
 		down = append(down, fmt.Sprintf("%s (%s)", pod.Name, state(pod)))
@@ -118,13 +137,14 @@ func (p Pods) find(ctx context.Context) (names, skipped []string, err error) {
 	sort.Strings(names)
 	sort.Strings(down)
 	if len(names) == 0 {
-		return nil, nil, fmt.Errorf("none of the %d pod(s) in %s matching %s is Running: %s; `kubectl%s describe pods -n %s -l %s` says why",
+		return nil, nil, nil, fmt.Errorf("none of the %d pod(s) in %s matching %s is Running: %s; `kubectl%s describe pods -n %s -l %s` says why",
 			len(pods), p.Namespace, p.Selector, strings.Join(down, ", "), kubectlFlags(p.KubeOptions), p.Namespace, p.Selector)
 	}
 	if len(down) > 0 {
 		skipped = []string{"pods not Running, left out: " + strings.Join(down, ", ")}
 	}
-	return names, skipped, nil
+	sort.Strings(nodes)
+	return names, nodes, skipped, nil
 }
 
 func isAPIStatus(err error) bool {
@@ -167,4 +187,29 @@ func (a admins) Get(ctx context.Context, pod, path string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.p.Timeout)
 	defer cancel()
 	return a.p.Reach.Get(ctx, a.p.Namespace, pod, kube.AdminPort, path)
+}
+
+// nodeCAdvisor reads the pods' nodes' /metrics/cadvisor through the API server's node proxy.
+type nodeCAdvisor struct {
+	p     Pods
+	nr    NodeReacher
+	nodes []string
+}
+
+func (n nodeCAdvisor) Pages(ctx context.Context) ([]stats.Snapshot, error) {
+	var out []stats.Snapshot
+	for _, node := range n.nodes {
+		cctx, cancel := context.WithTimeout(ctx, n.p.Timeout)
+		b, err := n.nr.NodeProxy(cctx, node, "/metrics/cadvisor")
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("%w (it needs the nodes/proxy permission: `kubectl%s get --raw /api/v1/nodes/%s/proxy/metrics/cadvisor`)", err, kubectlFlags(n.p.KubeOptions), node)
+		}
+		s, err := stats.ParseSnapshot(node, time.Now(), b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
