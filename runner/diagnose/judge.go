@@ -68,6 +68,9 @@ type Report struct {
 	// CPU says, pod by pod, how its workers sit against its CPU limit and how often the kernel
 	// held it back (empty where the source read no CPU limits).
 	CPU []string `json:"cpu,omitempty"`
+	// LoadBy says what the load's spread is judged by when it is not the requests that began
+	// in the window ("": the requests).
+	LoadBy string `json:"load_by,omitempty"`
 	// NoEffect names the levers that would do nothing for what was seen, and why.
 	NoEffect []string `json:"no_effect,omitempty"`
 	InForce *InForce          `json:"in_force,omitempty"`
@@ -107,7 +110,7 @@ func Judge(w *Window) *Report {
 func judge(w *Window) *Report {
 	r := &Report{Source: w.Source, SpanS: w.Span.Seconds(), InForce: w.InForce, Notes: w.Missing,
 		Names: map[string]string{"hcm_prefix": w.Names.HCMPrefix, "listener": w.Names.Listener}}
-	var seen, reqs, activeRq []float64
+	var seen, reqs, activeRq, sent []float64
 	for _, p := range w.Pods {
 		d := p.Delta
 		row := PodRow{Name: p.Name, Opened: d.CxTotal, Active: p.Post.CxActive, Requests: d.RqTotal,
@@ -124,7 +127,7 @@ func judge(w *Window) *Report {
 			row.CPUCores = cpu / w.Span.Seconds()
 		}
 		r.Pods = append(r.Pods, row)
-		seen, reqs, activeRq = append(seen, row.Seen), append(reqs, row.Requests), append(activeRq, row.Streams)
+		seen, reqs, activeRq, sent = append(seen, row.Seen), append(reqs, row.Requests), append(activeRq, row.Streams), append(sent, d.TxBytes)
 		r.ConnectionsOpened += row.Opened
 		r.ConnectionsActive += row.Active
 		r.Requests += row.Requests
@@ -151,13 +154,19 @@ func judge(w *Window) *Report {
 	r.Busy = busyText(w, r)
 	r.Streams = streamMix(w, r)
 	r.CPU, _ = cpuLines(w, r)
+	if r.Requests < minRequests && r.Streams != nil && r.Streams.LongLived && sum(sent) > 0 {
+		// Long-lived streams begin few requests: where their messages went is the load.
+		reqs = sent
+		r.CVRequests = analysis.CV(sent)
+		r.LoadBy = "the bytes sent to clients (downstream_cx_tx_bytes_total), as the long-lived streams began too few requests in the window to count"
+	}
 	n := len(r.Pods)
 	switch {
 	case n < 2:
 		r.Verdict = NotEnoughData
 		r.Summary = fmt.Sprintf("%d gateway pod(s) read: spread needs two or more", n)
 		return r
-	case r.Requests < minRequests:
+	case r.Requests < minRequests && r.LoadBy == "":
 		r.Verdict = NotEnoughData
 		r.Summary = fmt.Sprintf("%d requests in %s: too few to say how load is spread (at least %d)", int(r.Requests), w.Span.Round(time.Second), minRequests)
 		return r
@@ -166,7 +175,7 @@ func judge(w *Window) *Report {
 	r.Chance = analysis.Chance(k, n)
 	r.ChanceVerdict, _ = r.Chance.Judge(r.CVConnections)
 	hot := argmax(reqs)
-	r.HotPod, r.HotPart = r.Pods[hot].Name, reqs[hot]/r.Requests
+	r.HotPod, r.HotPart = r.Pods[hot].Name, reqs[hot]/sum(reqs)
 	placedBeyond := r.ChanceVerdict == analysis.MoreConcentrated
 	loadBeyond := r.CVRequests > r.Chance.Hi+1e-9 && r.CVRequests >= concentratedCV
 	switch {
@@ -185,16 +194,26 @@ func judge(w *Window) *Report {
 }
 
 func summaryText(r *Report, n int) string {
-	hot := fmt.Sprintf("hot pod %s carries %.0f%% of the requests", r.HotPod, 100*r.HotPart)
+	what := "requests"
+	if r.LoadBy != "" {
+		what = "bytes sent"
+	}
+	hot := fmt.Sprintf("hot pod %s carries %.0f%% of the %s", r.HotPod, 100*r.HotPart, what)
 	conns := fmt.Sprintf("%d connection(s) over %d pods: connection CV %.3f (%s; %s)",
 		int(r.Connections), n, r.CVConnections, r.ChanceVerdict, r.Chance)
+	var out string
 	switch r.Verdict {
 	case BeyondChance:
-		return fmt.Sprintf("requests CV %.3f across pods, more than %d randomly placed connections explain; %s; %s", r.CVRequests, int(r.Connections), hot, conns)
+		out = fmt.Sprintf("%s CV %.3f across pods, more than %d randomly placed connections explain; %s; %s", what, r.CVRequests, int(r.Connections), hot, conns)
 	case FewConnections:
-		return fmt.Sprintf("requests CV %.3f across pods, as random placement of only %d connection(s) makes it; %s; %s", r.CVRequests, int(r.Connections), hot, conns)
+		out = fmt.Sprintf("%s CV %.3f across pods, as random placement of only %d connection(s) makes it; %s; %s", what, r.CVRequests, int(r.Connections), hot, conns)
+	default:
+		out = fmt.Sprintf("%s CV %.3f across pods; %s", what, r.CVRequests, conns)
 	}
-	return fmt.Sprintf("requests CV %.3f across pods; %s", r.CVRequests, conns)
+	if r.LoadBy != "" {
+		out += "; load judged by " + r.LoadBy
+	}
+	return out
 }
 
 // workerSpread is the CV of a pod's connections across its workers (active ones, or those

@@ -52,7 +52,7 @@ func streamMix(w *Window, r *Report) *StreamMix {
 	m.LongLived = m.MeanLifeS < 0 || m.MeanLifeS >= longLivedS
 	life := fmt.Sprintf("each lives about %s on average (Little's law: in flight over the rate they begin at)", secs(m.MeanLifeS))
 	if m.MeanLifeS < 0 {
-		life = "none began in the window: they all outlive it"
+		life = "they all outlive it"
 	}
 	m.Text = fmt.Sprintf("%.0f stream(s) in flight at the end, %.0f began in the %s window: %s", m.Active, m.Started, w.Span.Round(1e9), life)
 	if m.LongLived {
