@@ -72,9 +72,9 @@ type Report struct {
 	// in the window ("": the requests).
 	LoadBy string `json:"load_by,omitempty"`
 	// NoEffect names the levers that would do nothing for what was seen, and why.
-	NoEffect []string `json:"no_effect,omitempty"`
-	InForce *InForce          `json:"in_force,omitempty"`
-	Names   map[string]string `json:"names"`
+	NoEffect []string          `json:"no_effect,omitempty"`
+	InForce  *InForce          `json:"in_force,omitempty"`
+	Names    map[string]string `json:"names"`
 }
 
 // PodRow is one pod's share of the window.

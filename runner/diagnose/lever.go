@@ -32,9 +32,9 @@ const (
 	// watch or feed client opens the next stream at once, so a minute moves its load about as
 	// often as the count rotation diagnose proposes moves a busy connection's, at a stream's
 	// reconnect per minute.
-	streamLife = "60s"
-	knobStreams     = "hcm.http2_protocol_options.max_concurrent_streams"
-	knobExact       = "listener.connection_balance_config.exact_balance"
+	streamLife  = "60s"
+	knobStreams = "hcm.http2_protocol_options.max_concurrent_streams"
+	knobExact   = "listener.connection_balance_config.exact_balance"
 )
 
 func rotationText(f *InForce, r Rotation) string {

@@ -49,7 +49,7 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 		if *cadvisor != "" && *admin == "" {
 			return Usagef("--cadvisor: goes with --admin (through Prometheus or Kubernetes the nodes' cAdvisor metrics are read without it)")
 		}
-				if (*admin != "" || kubeSet) && (*duration <= 0 || *duration > time.Hour) {
+		if (*admin != "" || kubeSet) && (*duration <= 0 || *duration > time.Hour) {
 			return Usagef("--duration %s: allowed (0, 1h]", *duration)
 		}
 		switch {
