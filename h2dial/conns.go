@@ -30,6 +30,7 @@ type trackedConn struct {
 	requests atomic.Int64
 	closed   atomic.Int64 // offset from run start in ns, 0 while open
 	table    *connTable
+	spans    []Span // the long-stream mode's streams on it, under table.mu
 
 	wmu       sync.Mutex
 	wcond     sync.Cond // signalled when the writer has taken the pending bytes

@@ -79,6 +79,11 @@ type Options struct {
 	// BodyBytes makes every fast request a POST uploading a body of that many bytes (0: GET):
 	// how uploads meet the server's receive windows.
 	BodyBytes int
+	// LongStream makes each request a long-lived stream (an event stream such as go-httpbin's
+	// /sse, a long poll), read as it arrives and opened again as soon as it ends (streams.go):
+	// Requests then counts the messages received and Latency their delay, and the result
+	// records each stream on its connection.
+	LongStream bool
 }
 
 func (o *Options) check() (*url.URL, error) {
@@ -109,6 +114,9 @@ func (o *Options) check() (*url.URL, error) {
 	}
 	if o.BodyBytes < 0 || o.BodyBytes > 1<<30 {
 		return nil, fmt.Errorf("body bytes %d: allowed 0..1073741824", o.BodyBytes)
+	}
+	if o.LongStream && (o.QPS > 0 || o.BodyBytes > 0 || o.SlowURL != "") {
+		return nil, errors.New("long streams are held open, not paced: the long-stream mode takes no qps, body bytes or slow workers")
 	}
 	if o.SlowURL != "" {
 		if o.Mode != Shared {
@@ -190,6 +198,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			defer tr.CloseIdleConnections()
 		}
 		w := &worker{rt: tr, url: o.URL, header: o.Header, timeout: o.Timeout, hist: shards[i%len(shards)], body: upload}
+		if o.LongStream {
+			w.streams = conns
+		}
 		if due != nil {
 			w.lag = lags[i%len(lags)]
 		}
@@ -225,9 +236,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		URL: o.URL, Mode: string(o.Mode), Workers: o.Concurrency, TargetQPS: o.QPS,
 		ElapsedS: elapsed.Seconds(), Unsent: unsent.Load(),
 		ConnectionsOpened: conns.opened(), Connections: conns.stats(),
-		Interrupted: ctx.Err() != nil,
+		Interrupted: ctx.Err() != nil, LongStream: o.LongStream,
 	}
 	res.fill(workers, elapsed)
+	if o.LongStream {
+		res.Streams = conns.uses(min(elapsed, o.Duration))
+	}
 	// Close every connection the run opened, busy or idle, as a client process does when it
 	// exits: CloseIdleConnections leaves one whose last stream was still being torn down open
 	// on the server until its idle timeout, where it would sit on a pod through the next
@@ -257,7 +271,9 @@ func prime(ctx context.Context, tr http.RoundTripper, o Options) error {
 	if err != nil {
 		return fmt.Errorf("first request to %s: %w", o.URL, err)
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
+	if !o.LongStream { // a long stream's headers are enough: its body would last the run
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}
 	return resp.Body.Close()
 }
 
@@ -296,9 +312,13 @@ type worker struct {
 	timeout time.Duration
 	body    []byte // the upload of each request, nil for GET
 
-	hist      *lockedHist // shared with other workers: a histogram each would be megabytes of cache misses at 500 workers
-	lag       *lockedHist // open loop: how late each request was sent after it was due
-	ok200     int64       // the common status, counted without a map
+	// streams records each stream on its connection in the long-stream mode (nil otherwise).
+	streams   *connTable
+	opened    int64            // long-stream mode: the streams opened
+	ends      map[string]int64 // long-stream mode: how streams ended before the run did
+	hist      *lockedHist      // shared with other workers: a histogram each would be megabytes of cache misses at 500 workers
+	lag       *lockedHist      // open loop: how late each request was sent after it was due
+	ok200     int64            // the common status, counted without a map
 	requests  int64
 	errors    int64
 	cancelled int64
@@ -351,6 +371,10 @@ func (w *worker) run(ctx context.Context, due <-chan time.Time) {
 }
 
 func (w *worker) do(ctx context.Context, req *http.Request, sent time.Time, buf []byte) {
+	if w.streams != nil {
+		w.stream(ctx, req)
+		return
+	}
 	r := req
 	if w.timeout > 0 {
 		c, cancel := context.WithTimeout(ctx, w.timeout)

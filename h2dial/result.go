@@ -38,6 +38,13 @@ type Result struct {
 	Connections       []ConnStat  `json:"connections"`
 	Slow              *SlowResult `json:"slow,omitempty"`
 	Interrupted       bool        `json:"interrupted,omitempty"`
+	// LongStream: Requests are the messages the streams carried, Latency their delay;
+	// StreamsOpened the streams, StreamEnds how those that ended before the run did ended,
+	// and Streams each connection's streams.
+	LongStream    bool             `json:"long_stream,omitempty"`
+	StreamsOpened int64            `json:"streams_opened,omitempty"`
+	StreamEnds    map[string]int64 `json:"stream_ends,omitempty"`
+	Streams       []ConnUse        `json:"connections_used,omitempty"`
 }
 
 // SlowResult reports the slow workers apart from the fast ones.
@@ -71,6 +78,13 @@ func (r *Result) fill(workers []*worker, elapsed time.Duration) {
 		}
 		for k, n := range w.errKinds {
 			kinds[k] += n
+		}
+		r.StreamsOpened += w.opened
+		for k, n := range w.ends {
+			if r.StreamEnds == nil {
+				r.StreamEnds = map[string]int64{}
+			}
+			r.StreamEnds[k] += n
 		}
 	}
 	if len(kinds) > 0 {
@@ -111,7 +125,14 @@ func (r *Result) WriteText(w io.Writer) error {
 	if r.TargetQPS > 0 {
 		p("  target qps: %g (open loop)", r.TargetQPS)
 	}
-	p("\nrequests: %d  errors: %d  cancelled at end: %d  unsent: %d\n", r.Requests, r.Errors, r.Cancelled, r.Unsent)
+	if r.LongStream {
+		p("\nlong streams: %d opened; messages: %d  errors: %d\n", r.StreamsOpened, r.Requests, r.Errors)
+		for _, k := range slices.Sorted(maps.Keys(r.StreamEnds)) {
+			p("streams ended before the run by %s: %d\n", k, r.StreamEnds[k])
+		}
+	} else {
+		p("\nrequests: %d  errors: %d  cancelled at end: %d  unsent: %d\n", r.Requests, r.Errors, r.Cancelled, r.Unsent)
+	}
 	p("qps: %.1f\n", r.RPS)
 	if r.SendLag != nil {
 		p("send lag ms (due to sent): p50 %.3f p99 %.3f max %.3f\n", r.SendLag.P50, r.SendLag.P99, r.SendLag.Max)

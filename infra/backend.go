@@ -90,7 +90,9 @@ func NewBackend(ctx *pulumi.Context, name string, args *BackendArgs, opts ...pul
 	if c.HTTPBin, err = deployment(ctx, "httpbin", BackendNamespace, args.Replicas, args.SkipAwait, corev1.ContainerArgs{
 		Name: pulumi.String("httpbin"), Image: pulumi.String(args.Images.HTTPBin),
 		// /bytes/65536 (scenario 08) needs more than go-httpbin's 1 MiB default body limit headroom.
-		Args:      pulumi.StringArray{pulumi.String("-port=8080"), pulumi.String("-max-body-size=20971520")},
+		// /sse streams (scenario 19-sse-rotation) must outlive a window: go-httpbin's default
+		// -max-duration is 10s.
+		Args:      pulumi.StringArray{pulumi.String("-port=8080"), pulumi.String("-max-body-size=20971520"), pulumi.String("-max-duration=10m")},
 		Ports:     corev1.ContainerPortArray{corev1.ContainerPortArgs{Name: pulumi.String("http"), ContainerPort: pulumi.Int(8080)}},
 		Resources: resources(httpbinResources),
 	}, inNS); err != nil {

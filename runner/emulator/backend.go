@@ -25,10 +25,15 @@ type Backends struct {
 	grpcSrv  *grpc.Server
 }
 
+// MaxStreamDuration is the longest request go-httpbin serves (its -max-duration): /sse and
+// /delay up to ten minutes, so that a long-lived event stream outlives a scenario's window.
+const MaxStreamDuration = 10 * time.Minute
+
 // StartBackends starts the backends; replica i of httpbin listens on node i's address.
 func StartBackends(replicas int) (*Backends, error) {
 	b := &Backends{}
-	hb := httpbin.New(httpbin.WithMaxBodySize(20<<20), httpbin.WithMaxDuration(10*time.Second))
+	// Ten minutes, as the lab's httpbin allows: an event stream (/sse) outlives a window.
+	hb := httpbin.New(httpbin.WithMaxBodySize(20<<20), httpbin.WithMaxDuration(MaxStreamDuration))
 	for i := 0; i < replicas; i++ {
 		ip := podIP(2, i)
 		z, err := newZtunnel(ztunnelName(i), ip)

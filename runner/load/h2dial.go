@@ -22,7 +22,7 @@ func init() {
 func runH2dial(ctx context.Context, s Spec) (*Result, error) {
 	o := h2dial.Options{
 		URL: s.scheme() + s.Target + s.Path, Mode: h2dial.Mode(s.Mode), Concurrency: s.Concurrency, InsecureTLS: s.TLS,
-		Duration: s.Duration, QPS: s.QPS, SlowWorkers: s.SlowWorkers, AllowRemote: s.AllowRemote, BodyBytes: s.BodyBytes,
+		Duration: s.Duration, QPS: s.QPS, SlowWorkers: s.SlowWorkers, AllowRemote: s.AllowRemote, BodyBytes: s.BodyBytes, LongStream: s.LongStream,
 		Header: map[string][]string{},
 	}
 	if s.SlowPath != "" {
@@ -44,7 +44,7 @@ func FromH2dial(r *h2dial.Result) *Result {
 	_ = r.WriteText(&text)
 	out := &Result{Client: "h2dial", Requests: r.Requests, Errors: r.Errors, RPS: r.RPS, Latency: r.Latency,
 		ConnectionsOpened: r.ConnectionsOpened, Slow: r.Slow, ErrorKinds: r.ErrorKinds, Native: r, Text: text.String(),
-		OfferedRPS: r.TargetQPS, Unsent: r.Unsent}
+		OfferedRPS: r.TargetQPS, Unsent: r.Unsent, StreamsOpened: r.StreamsOpened, StreamEnds: r.StreamEnds, Conns: r.Streams}
 	if r.SendLag != nil {
 		out.SendLagP99 = r.SendLag.P99
 	}
@@ -63,6 +63,9 @@ func H2dialArgs(s Spec, target string) []string {
 	}
 	if s.BodyBytes > 0 {
 		args = append(args, "-body-bytes", fmt.Sprint(s.BodyBytes))
+	}
+	if s.LongStream {
+		args = append(args, "-long-stream")
 	}
 	if s.SlowPath != "" {
 		args = append(args, "-slow-url", "http://"+target+s.SlowPath, "-slow-workers", fmt.Sprint(s.SlowWorkers))

@@ -58,6 +58,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Var(headerFlag(o.Header), "header", `extra request header "Name: value" (repeatable)`)
 	fs.DurationVar(&o.Timeout, "timeout", 0, "per-request timeout (0 = none)")
 	fs.IntVar(&o.BodyBytes, "body-bytes", 0, "POST a body of this many bytes with every request (0 = GET)")
+	fs.BoolVar(&o.LongStream, "long-stream", false, "each request is a long-lived stream (an event stream such as /sse, a long poll): read as it arrives and opened again when it ends; counts messages and, for /sse, each event's delay")
 	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "allow targets outside 127.0.0.0/8")
 	fs.BoolVar(&o.InsecureTLS, "insecure", false, "skip certificate checks for https targets")
 	fs.BoolVar(&o.ColdStart, "cold-start", false, "start all workers at once on a cold shared transport (it opens extra connections before learning the server's stream limit)")
