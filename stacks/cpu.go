@@ -39,7 +39,7 @@ func ParseCPU(s string) (CPU, error) {
 		return 0, bad
 	}
 	mc := f * 1000
-	if mc != math.Trunc(mc) || mc > float64(MaxCPU)*1000 {
+	if mc != math.Trunc(mc) || mc > 1e15 {
 		return 0, fmt.Errorf("%q: a CPU quantity is whole millicores (write 1500m or 1.5)", s)
 	}
 	return CPU(mc), nil

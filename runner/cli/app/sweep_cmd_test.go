@@ -34,6 +34,11 @@ func TestSweepBadInputRunsNothing(t *testing.T) {
 		{[]string{"--client-streams", "500"}, []string{"--scenario is required"}},
 		{[]string{"--scenario", "04-fortio", "--knob", mrpc, "--values", "30", "--set", mrpc + "=100"}, []string{"--set " + mrpc, "the knob the sweep varies"}},
 		{[]string{"--scenario", "02-trigger", "--client-streams", "500", "--set", "hcm.http2_protocol_options.max_concurrent_streams=0"}, []string{"--set", "max_concurrent_streams", "allowed 1..2147483647"}},
+		{[]string{"--scenario", "21-cpu-limit-8-workers", "--concurrency", "1,2,65"}, []string{"--concurrency", "pool.concurrency", "65 is out of range: allowed 1..64 Envoy workers per pod"}},
+		{[]string{"--scenario", "21-cpu-limit-8-workers", "--concurrency", "2,2"}, []string{"--concurrency", "listed twice"}},
+		{[]string{"--scenario", "02-trigger", "--concurrency", "1,2"}, []string{"--concurrency 1,2", "needs a CPU limit", "--cpu-limit"}},
+		{[]string{"--scenario", "21-cpu-limit-8-workers", "--concurrency", "1,2", "--knob", mrpc}, []string{"--concurrency", "one axis per sweep"}},
+		{[]string{"--concurrency", "1,2"}, []string{"--scenario is required"}},
 	})
 }
 

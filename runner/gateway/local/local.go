@@ -70,7 +70,7 @@ func (l *Local) Info(context.Context) (gateway.Info, error) {
 	return gateway.Info{Name: string(Kind), Pods: c.Pods, Concurrency: c.Workers, Waypoints: c.WaypointPods,
 		Endpoint: l.Pool.VIP(), Details: map[string]any{
 			"service_time_us": c.Model.ServiceTime.Microseconds(), "per_kib_us": c.Model.PerKiB.Microseconds(),
-			"conn_cost_us": c.Model.ConnCost.Microseconds(), "balance": c.Balance, "seed": c.Seed,
+			"conn_cost_us": c.Model.ConnCost.Microseconds(), "per_frame_us": c.Model.PerFrame.Microseconds(), "balance": c.Balance, "seed": c.Seed,
 			"waypoint_workers": c.WaypointWorkers, "jwt_verify_cost_us": jwt.Microseconds(),
 			"access_log_entry_cost_us": al.Microseconds(), "tls": c.TLS,
 			"tls_handshake_cost_us": l.Pool.TLSHandshakeCost().Microseconds(),
@@ -93,7 +93,20 @@ func departures(c emulator.Config) []stacks.Departure {
 			Lab:   fmt.Sprintf("the release igwlab:istioVersion ships: Envoy %s with the lab's Istio %s (%s)", lab.Envoy, lab.Istio, defaultsText(lab)),
 			Local: fmt.Sprintf("Envoy %s (Istio %s and later: %s)", rel.Envoy, rel.Istio, defaultsText(rel))})
 	}
-	for _, t := range []struct {
+	if c.CPULimit != 0 || c.CPURequest != 0 {
+		limit := "none"
+		if c.CPULimit > 0 {
+			limit = stacks.CPU(c.CPULimit).String() + " cores"
+		}
+		req := "the limit"
+		if c.CPURequest > 0 {
+			req = stacks.CPU(c.CPURequest).String() + " cores"
+		}
+		out = append(out, stacks.Departure{Field: "gateway container CPU (--cpu-limit, --cpu-request)",
+			Lab:   "limit = request = igwlab:proxyConcurrency cores, unless igwlab:gatewayCpuLimit and gatewayCpuRequest say otherwise (a scenario's pool.cpu_limit wins on both)",
+			Local: fmt.Sprintf("limit %s, request %s, enforced as CFS quota per 100 ms period", limit, req)})
+	}
+		for _, t := range []struct {
 		tier, flag string
 		rtt        time.Duration
 	}{{"clients to gateway", "--client-rtt", c.ClientRTT}, {"gateway to upstreams", "--upstream-rtt", c.UpstreamRTT}} {
