@@ -96,6 +96,13 @@ var wantPanels = []wantPanel{
 	{"CPU against request: what the HPA sees", "timeseries", "percentunit", "The pool's CPU usage over its CPU request, the HPA's metric (80% is the gateway chart's target). It can sit far below the target while one worker is pegged: the HPA never scales. From cAdvisor and kube-state-metrics (kube-prometheus-stack).", []wantTarget{
 		{`sum(rate(container_cpu_usage_seconds_total{pod=~"$pod", container="istio-proxy"}[1m])) / sum(kube_pod_container_resource_requests{pod=~"$pod", container="istio-proxy", resource="cpu"})`, "utilisation"},
 	}},
+	{"CPU throttling per gateway pod (CFS)", "timeseries", "percentunit", "The share of each pod's CFS periods at whose end the kernel still held a thread of its proxy back: more Envoy workers than its CPU limit's cores, busy together, spend each 100 ms period's quota early and all wait for the next (scenario 21). From cAdvisor (kube-prometheus-stack's kubelet job); absent for a container with no CPU limit.", []wantTarget{
+		{`sum by (pod) (rate(container_cpu_cfs_throttled_periods_total{pod=~"$pod", container="istio-proxy"}[1m])) / sum by (pod) (rate(container_cpu_cfs_periods_total{pod=~"$pod", container="istio-proxy"}[1m]))`, "{{pod}}"},
+	}},
+	{"Streams in flight and streams max_stream_duration ended", "timeseries", "none", "downstream_rq_active per pod: long-lived streams (gRPC watches, event streams) hold their connection, and a drain cannot move them; downstream_rq_max_duration_reached: streams max_stream_duration ended, whose successors a rotation then moves.", []wantTarget{
+		{`sum by (pod) (envoy_http_downstream_rq_active{http_conn_manager_prefix="$hcm", pod=~"$pod"})`, "in flight {{pod}}"},
+		{`sum by (pod) (rate(envoy_http_downstream_rq_max_duration_reached{http_conn_manager_prefix="$hcm", pod=~"$pod"}[1m]))`, "ended {{pod}}"},
+	}},
 	{"Worker busy ratio (local emulated pool)", "timeseries", "percentunit", "The emulator's per-worker busy time. On a real gateway use per-thread CPU instead; Envoy does not export it.", []wantTarget{
 		{`rate(envoy_igwlab_worker_busy_ns{pod=~"$pod"}[1m]) / 1e9`, "{{pod}} worker {{worker}}"},
 	}},

@@ -136,7 +136,16 @@ var Panels = []Panel{
 	{Title: "CPU against request: what the HPA sees", Unit: "percentunit", ClusterOnly: true,
 		Description: "The pool's CPU usage over its CPU request, the HPA's metric (80% is the gateway chart's target). It can sit far below the target while one worker is pegged: the HPA never scales. From cAdvisor and kube-state-metrics (kube-prometheus-stack).",
 		Targets:     []Target{q(`sum(rate(container_cpu_usage_seconds_total{pod=~"$pod", container="istio-proxy"}[1m])) / sum(kube_pod_container_resource_requests{pod=~"$pod", container="istio-proxy", resource="cpu"})`, "utilisation")}},
-	{Title: "Worker busy ratio (local emulated pool)", Unit: "percentunit", LocalOnly: true,
+	{Title: "CPU throttling per gateway pod (CFS)", Unit: "percentunit", ClusterOnly: true,
+		Description: "The share of each pod's CFS periods at whose end the kernel still held a thread of its proxy back: more Envoy workers than its CPU limit's cores, busy together, spend each 100 ms period's quota early and all wait for the next (scenario 21). From cAdvisor (kube-prometheus-stack's kubelet job); absent for a container with no CPU limit.",
+		Targets:     []Target{q(`sum by (pod) (rate(container_cpu_cfs_throttled_periods_total{pod=~"$pod", container="istio-proxy"}[1m])) / sum by (pod) (rate(container_cpu_cfs_periods_total{pod=~"$pod", container="istio-proxy"}[1m]))`, "{{pod}}")}},
+	{Title: "Streams in flight and streams max_stream_duration ended", Unit: "none",
+		Description: "downstream_rq_active per pod: long-lived streams (gRPC watches, event streams) hold their connection, and a drain cannot move them; downstream_rq_max_duration_reached: streams max_stream_duration ended, whose successors a rotation then moves.",
+		Targets: []Target{
+			q(`sum by (pod) (envoy_http_downstream_rq_active{`+H+`})`, "in flight {{pod}}"),
+			q(`sum by (pod) (rate(envoy_http_downstream_rq_max_duration_reached{`+H+`}[1m]))`, "ended {{pod}}"),
+		}},
+		{Title: "Worker busy ratio (local emulated pool)", Unit: "percentunit", LocalOnly: true,
 		Description: "The emulator's per-worker busy time. On a real gateway use per-thread CPU instead; Envoy does not export it.",
 		Targets:     []Target{q(`rate(envoy_igwlab_worker_busy_ns{pod=~"$pod"}[1m]) / 1e9`, "{{pod}} worker {{worker}}")}},
 }

@@ -55,6 +55,17 @@ func Sample(ctx context.Context, source string, pods []string, a Admins, d time.
 		}
 	}
 	w.Start, w.End = start, time.Now()
+	// The worker count is /server_info's (command_line_options.concurrency) where the stats
+	// lack server.concurrency, and each pod's workers are what its CPU limit is judged against.
+	for i := range w.Pods {
+		if p := &w.Pods[i]; p.Post.Concurrency == 0 {
+			if raw, err := a.Get(ctx, p.Name, "/server_info"); err == nil {
+				if si, err := stats.ParseServerInfo(raw); err == nil && si.Concurrency > 0 {
+					p.Workers = si.Concurrency
+				}
+			}
+		}
+	}
 	var read int
 	for _, pod := range pods {
 		dump, err := a.Get(ctx, pod, "/config_dump")
