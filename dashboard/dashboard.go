@@ -145,7 +145,7 @@ var Panels = []Panel{
 			q(`sum by (pod) (envoy_http_downstream_rq_active{`+H+`})`, "in flight {{pod}}"),
 			q(`sum by (pod) (rate(envoy_http_downstream_rq_max_duration_reached{`+H+`}[1m]))`, "ended {{pod}}"),
 		}},
-		{Title: "Worker busy ratio (local emulated pool)", Unit: "percentunit", LocalOnly: true,
+	{Title: "Worker busy ratio (local emulated pool)", Unit: "percentunit", LocalOnly: true,
 		Description: "The emulator's per-worker busy time. On a real gateway use per-thread CPU instead; Envoy does not export it.",
 		Targets:     []Target{q(`rate(envoy_igwlab_worker_busy_ns{pod=~"$pod"}[1m]) / 1e9`, "{{pod}} worker {{worker}}")}},
 }

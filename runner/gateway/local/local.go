@@ -106,7 +106,7 @@ func departures(c emulator.Config) []stacks.Departure {
 			Lab:   "limit = request = igwlab:proxyConcurrency cores, unless igwlab:gatewayCpuLimit and gatewayCpuRequest say otherwise (a scenario's pool.cpu_limit wins on both)",
 			Local: fmt.Sprintf("limit %s, request %s, enforced as CFS quota per 100 ms period", limit, req)})
 	}
-		for _, t := range []struct {
+	for _, t := range []struct {
 		tier, flag string
 		rtt        time.Duration
 	}{{"clients to gateway", "--client-rtt", c.ClientRTT}, {"gateway to upstreams", "--upstream-rtt", c.UpstreamRTT}} {
