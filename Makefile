@@ -15,8 +15,11 @@ run: ## the whole suite on the local emulated pool; builds bin/igwlab only (no P
 	$(GO) build -o bin/igwlab ./runner/cmd/igwlab
 	./bin/igwlab suite --target local
 
-test: vet ## unit tests, the end-to-end local suite, then the conformance tier on its own (what CI runs)
-	$(GO) test -count=1 -timeout 15m $$($(GO) list ./... | grep -v '/runner/conformance$$')
+# The command line's end-to-end suites measure rates in wall time (uploads against window/RTT):
+# they run after the other packages, not beside one, as the conformance tier does.
+test: vet ## unit tests, then the end-to-end local suites and the conformance tier, each on its own (what CI runs)
+	$(GO) test -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e '/runner/conformance$$' -e '/runner/cli$$')
+	$(GO) test -count=1 -timeout 15m ./runner/cli
 	$(MAKE) --no-print-directory test-h2spec
 
 # The build the pool's cost is compared with: a git ref (tag bench-base marks the last build

@@ -36,11 +36,13 @@ type Pool struct {
 	Concurrency int `yaml:"concurrency"`
 	CPULimit    CPU `yaml:"cpu_limit"`
 	CPURequest  CPU `yaml:"cpu_request"`
+	// ServiceTime is local.service_time, set by WithLocal: no scenario file writes it here.
+	ServiceTime Duration `yaml:"-"`
 }
 
 // Size is the pool's workers and CPU.
 func (p Pool) Size() Size {
-	return Size{Concurrency: p.Concurrency, CPULimit: p.CPULimit, CPURequest: p.CPURequest}
+	return Size{Concurrency: p.Concurrency, CPULimit: p.CPULimit, CPURequest: p.CPURequest, ServiceTime: p.ServiceTime}
 }
 
 // Size is the gateway pods' Envoy workers and container CPU.
@@ -52,6 +54,9 @@ type Size struct {
 	// utilisation is read against.
 	CPULimit   CPU `yaml:"cpu_limit"`
 	CPURequest CPU `yaml:"cpu_request"`
+	// ServiceTime is the emulated gateway's work per request (the local target only: a real
+	// gateway's cost is its own).
+	ServiceTime Duration `yaml:"-"`
 }
 
 // IsZero reports whether the size keeps the target's own on every field.
@@ -66,6 +71,7 @@ func (s Size) Over(o Size) Size {
 	if o.CPURequest > 0 {
 		s.CPURequest = o.CPURequest
 	}
+	overlay(&s.ServiceTime, o.ServiceTime)
 	return s
 }
 
@@ -80,6 +86,9 @@ func (s Size) String() string {
 	}
 	if s.CPURequest > 0 {
 		parts = append(parts, "CPU request "+s.CPURequest.String())
+	}
+	if s.ServiceTime > 0 {
+		parts = append(parts, fmt.Sprintf("%s per request", s.ServiceTime.D()))
 	}
 	if len(parts) == 0 {
 		return "the target's own workers and CPU"
@@ -104,7 +113,7 @@ func (p Pool) WithDefaults() Pool {
 	overlay(&d.ReadyDelay, p.ReadyDelay)
 	overlay(&d.TerminationDrain, p.TerminationDrain)
 	overlay(&d.HPASync, p.HPASync)
-	d.Concurrency, d.CPULimit, d.CPURequest = p.Concurrency, p.CPULimit, p.CPURequest
+	d.Concurrency, d.CPULimit, d.CPURequest, d.ServiceTime = p.Concurrency, p.CPULimit, p.CPURequest, p.ServiceTime
 	return d
 }
 
@@ -342,6 +351,9 @@ func (s *Scenario) poolDepartures() []Departure {
 	}
 	if v := s.Local.Pool.CPURequest; v > 0 {
 		out = append(out, Departure{Field: "pool.cpu_request", Lab: s.Pool.CPURequest.String(), Local: v.String()})
+	}
+	if v := s.Local.ServiceTime; v > 0 {
+		out = append(out, Departure{Field: "service_time", Lab: "the gateway's own", Local: v.D().String() + " per request"})
 	}
 	if len(s.Local.Events) > 0 {
 		out = append(out, Departure{Field: "events", Lab: EventsText(s.Events), Local: EventsText(s.Local.Events)})

@@ -105,6 +105,7 @@ var (
 		"local.load.duration": {time.Second, 24 * time.Hour},
 		"local.load.warmup":   {0, time.Hour},
 		"local.load.settle":   {0, time.Hour},
+		"local.service_time":  {time.Microsecond, time.Second},
 	}
 	rangeNotes = map[string]string{
 		"client.qps":               "; 0 means as fast as possible",
@@ -115,6 +116,7 @@ var (
 		"client.body_bytes":        "; 0 means GET",
 		"client.message_bytes":     "; 0 means 1024",
 		"load.sample_every":        "; 0 means once a second",
+		"local.service_time":       "; 0 keeps the pool's (--service-time)",
 	}
 )
 
@@ -210,6 +212,9 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 	durRange("local.load.warmup", s.Local.Load.Warmup)
 	durRange("local.load.settle", s.Local.Load.Settle)
 	qpsRange("local.client.qps", s.Local.Client.QPS)
+	if s.Local.ServiceTime != 0 {
+		durRange("local.service_time", s.Local.ServiceTime)
+	}
 	if s.Local.Client.Concurrency != 0 {
 		intRange("local.client.concurrency", s.Local.Client.Concurrency)
 	}
@@ -225,8 +230,8 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 		}
 	}
 	checkEvents(s, bad)
-	if (!s.Local.Knobs.IsZero() || s.Local.Client != (LocalClient{}) || s.Local.Pool != (Pool{}) || len(s.Local.Events) > 0) && strings.TrimSpace(s.Local.Why) == "" {
-		bad("local.why", "required when local departs from the lab's knobs, client, pool or events: say why, it is shown in every report")
+	if (!s.Local.Knobs.IsZero() || s.Local.Client != (LocalClient{}) || s.Local.Pool != (Pool{}) || len(s.Local.Events) > 0 || s.Local.ServiceTime != 0) && strings.TrimSpace(s.Local.Why) == "" {
+		bad("local.why", "required when local departs from the lab's knobs, client, pool, events or service time: say why, it is shown in every report")
 	}
 
 	if al := s.Filters.AccessLog; al != nil {

@@ -166,6 +166,11 @@ type Local struct {
 	Pool Pool `yaml:"pool"`
 	// Events, when any, replace the lab's events (their times scaled to the local window).
 	Events []Event `yaml:"events"`
+	// ServiceTime is the emulated gateway's work per request in this scenario, in place of
+	// the pool's (--service-time): a scenario that needs workers busy together at a rate
+	// the harness can drive on two shared cores asks for heavier requests. The lab's Envoy
+	// has its own cost; this has no lab value.
+	ServiceTime Duration `yaml:"service_time"`
 	// Why explains the departures; required when any knob or client value departs.
 	Why string `yaml:"why"`
 }
@@ -258,6 +263,7 @@ func (s *Scenario) WithLocal() Scenario {
 	overlay(&out.Pool.Concurrency, s.Local.Pool.Concurrency)
 	overlay(&out.Pool.CPULimit, s.Local.Pool.CPULimit)
 	overlay(&out.Pool.CPURequest, s.Local.Pool.CPURequest)
+	out.Pool.ServiceTime = s.Local.ServiceTime
 	if len(s.Local.Events) > 0 {
 		out.Events = s.Local.Events
 	}

@@ -127,3 +127,51 @@ func FreePort(t testing.TB) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// RealFixtures is the folder of admin outputs and EnvoyFilters other people published, which
+// the tests read as input and never copy into the repository: $IGWLAB_REAL_FIXTURES, else
+// ../shared/fixtures/real beside the repository. It skips the test, saying so, where the
+// folder is absent.
+func RealFixtures(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("IGWLAB_REAL_FIXTURES")
+	if dir == "" {
+		root, err := repoRoot()
+		if err != nil {
+			t.Skipf("real fixtures: %v", err)
+		}
+		dir = filepath.Join(root, "..", "shared", "fixtures", "real")
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		t.Skipf("the published real fixtures are not here (%s, or $IGWLAB_REAL_FIXTURES): skipped", dir)
+	}
+	return dir
+}
+
+// RealFixture is one file of RealFixtures, skipping the test where it is absent.
+func RealFixture(t testing.TB, name string) string {
+	t.Helper()
+	p := filepath.Join(RealFixtures(t), name)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("real fixture %s is not here: skipped", p)
+	}
+	return p
+}
+
+// repoRoot is the folder of the module's go.mod, walking up from the test's folder.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.Contains(b, []byte("module github.com/igwlab/igwlab\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", os.ErrNotExist
+		}
+		dir = parent
+	}
+}

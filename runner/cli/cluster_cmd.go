@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -22,18 +23,27 @@ import (
 func flipCmd(e *app.Env, verb, short string) *cobra.Command {
 	var sf app.StackFlags
 	var sets app.KnobSets
+	var efs app.EnvoyFilters
 	var scenario string
 	c := app.Command(verb, short, func(cmd *cobra.Command) error {
-		return flip(cmd.Context(), verb, e.Args, scenario, &sets, &sf, e.Stdout, e.Stderr)
+		k, err := efs.With(sets.K)
+		if err != nil {
+			return err
+		}
+		if len(efs.Files) > 0 {
+			fmt.Fprint(e.Stderr, efs.Text())
+		}
+		return flip(cmd.Context(), verb, e.Args, scenario, k, &sf, e.Stdout, e.Stderr)
 	})
 	fs := c.Flags()
 	fs.StringVar(&scenario, "scenario", "", "scenario to "+verb+" (default: the stack's current one)")
 	fs.Var(&sets, "set", "override a knob: path=value (repeatable), e.g. hcm.http2_protocol_options.max_concurrent_streams=100")
+	fs.Var(&efs, "envoyfilter", "an EnvoyFilter of yours (repeatable): the knobs its patches set, as --set would; what the lab does not model is named")
 	sf.Register(fs)
 	return c
 }
 
-func flip(ctx context.Context, verb string, args []string, scenario string, sets *app.KnobSets, sf *app.StackFlags, stdout, stderr io.Writer) error {
+func flip(ctx context.Context, verb string, args []string, scenario string, knobs stacks.Knobs, sf *app.StackFlags, stdout, stderr io.Writer) error {
 	if scenario != "" {
 		cat, err := stacks.Builtin()
 		if err != nil {
@@ -51,7 +61,7 @@ func flip(ctx context.Context, verb string, args []string, scenario string, sets
 		return err
 	}
 	defer release()
-	changes := map[string]string{configkey.Full(configkey.Knobs): sets.JSON()}
+	changes := map[string]string{configkey.Full(configkey.Knobs): knobsJSON(knobs)}
 	if scenario != "" {
 		changes[configkey.Full(configkey.Scenario)] = scenario
 	}
@@ -94,4 +104,13 @@ func flip(ctx context.Context, verb string, args []string, scenario string, sets
 // stackOptions opens the stack the flags select.
 func stackOptions(sf *app.StackFlags) pulumistack.Options {
 	return pulumistack.Options{Name: sf.Name, Inline: sf.Inline, InlineDir: sf.InlineDir}
+}
+
+// knobsJSON is the knobs as the stack's igwlab:knobs takes them, "" when none is set.
+func knobsJSON(k stacks.Knobs) string {
+	if k.IsZero() {
+		return ""
+	}
+	b, _ := json.Marshal(k) // a flat object of strings cannot fail to encode
+	return string(b)
 }

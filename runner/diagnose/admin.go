@@ -23,6 +23,8 @@ type AdminSource struct {
 	// CAdvisor are kubelets' /metrics/cadvisor URLs (the nodes the pods run on), for their
 	// CPU limits and throttling; none: not read.
 	CAdvisor []string
+	// Pick names the traffic's connection manager and listener instead of discovering them.
+	Pick     stats.Pick
 	Duration time.Duration
 	// Timeout bounds each request (5 s when zero).
 	Timeout time.Duration
@@ -78,7 +80,7 @@ func (a AdminSource) Window(ctx context.Context) (*Window, error) {
 	if len(a.CAdvisor) > 0 {
 		cpu = urlCAdvisor{a}
 	}
-	w, err := Sample(ctx, fmt.Sprintf("Envoy admin (%d endpoint(s))", len(a.URLs)), pods, byPod, a.Duration, cpu)
+	w, err := Sample(ctx, fmt.Sprintf("Envoy admin (%d endpoint(s))", len(a.URLs)), pods, byPod, a.Duration, cpu, a.Pick)
 	if err != nil {
 		return nil, fmt.Errorf("%w (read from %s)", err, strings.Join(a.URLs, ", "))
 	}

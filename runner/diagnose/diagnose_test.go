@@ -59,7 +59,7 @@ func TestRealGatewayPagesGiveTheSameDiagnosis(t *testing.T) {
 		for _, view := range []func(stats.Snapshot) stats.Snapshot{asServed, stats.RealGatewayView} {
 			pre := readPages(t, filepath.Join(dir, c.scenario, "stats_pre"), view)
 			post := readPages(t, filepath.Join(dir, c.scenario, "stats_post"), view)
-			w, err := windowFrom("files", pre, post, 8*time.Second)
+			w, err := windowFrom("files", pre, post, 8*time.Second, stats.Pick{})
 			if err != nil {
 				t.Fatalf("%s: %v", c.scenario, err)
 			}

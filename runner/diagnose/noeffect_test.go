@@ -11,10 +11,15 @@ import (
 	"github.com/igwlab/igwlab/runner/load"
 )
 
-// limitedPool starts pods gateway pods of workers workers under a CPU limit (millicores).
+// limitedPool starts pods gateway pods of workers workers under a CPU limit (millicores). A
+// request costs ten times the default model's work, so a few hundred requests a second keep
+// every worker busy whatever else the machine is doing: the test is about the quota, not
+// about how fast this machine can drive load.
 func limitedPool(t *testing.T, pods, workers int, limit int64) *emulator.Pool {
 	t.Helper()
-	p, err := emulator.Start(emulator.Config{Pods: pods, Workers: workers, CPULimit: limit, Seed: placementSeed})
+	m := emulator.DefaultModel
+	m.ServiceTime *= 10
+	p, err := emulator.Start(emulator.Config{Pods: pods, Workers: workers, CPULimit: limit, Seed: placementSeed, Model: m})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,11 +30,13 @@ type PromSource struct {
 	PodRegex string
 	// Timeout bounds each query (10 s when zero).
 	Timeout time.Duration
+	// Pick names the traffic's connection manager and listener instead of discovering them.
+	Pick stats.Pick
 }
 
 // gatewayFamilies are the Envoy families diagnose reads, as Istio names them.
-const gatewayFamilies = `envoy_http_downstream_(cx_total|cx_http2_total|cx_active|rq_total|rq_active|cx_max_requests_reached|cx_max_duration_reached|cx_drain_close|cx_destroy|cx_protocol_error|cx_length_ms_bucket)` +
-	`|envoy_listener_worker_[0-9]+_downstream_cx_(total|active)|envoy_server_concurrency`
+const gatewayFamilies = `envoy_http_downstream_(cx_total|cx_http2_total|cx_active|rq_total|rq_active|cx_max_requests_reached|cx_max_duration_reached|cx_drain_close|cx_destroy|cx_protocol_error|cx_length_ms_bucket|rq_max_duration_reached|cx_tx_bytes_total)` +
+	`|envoy_listener_worker_([0-9]+_)?downstream_cx_(total|active)|envoy_listener_downstream_cx_(total|active)|envoy_server_(concurrency|uptime)`
 
 // Window queries the range.
 func (p PromSource) Window(ctx context.Context) (*Window, error) {
@@ -71,7 +73,7 @@ func (p PromSource) Window(ctx context.Context) (*Window, error) {
 		}
 		return nil, errors.New(what + ": check that it scrapes the gateway pods' /stats/prometheus (a PodMonitor), that their proxyStatsMatcher includes http.*downstream_cx.* (Istio's default drops it), and the pod regex")
 	}
-	w, err := windowFrom(fmt.Sprintf("Prometheus %s, %s to %s", p.URL, p.Start.UTC().Format(time.RFC3339), p.End.UTC().Format(time.RFC3339)), pre, post, span)
+	w, err := windowFrom(fmt.Sprintf("Prometheus %s, %s to %s", p.URL, p.Start.UTC().Format(time.RFC3339), p.End.UTC().Format(time.RFC3339)), pre, post, span, p.Pick)
 	if err != nil {
 		return nil, err
 	}

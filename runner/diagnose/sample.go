@@ -26,7 +26,7 @@ type CAdvisor interface {
 // waits d, and reads them again; then each pod's /config_dump for what is in force (a pod that
 // will not give it is named in Missing). source names where the pods came from, for the
 // report.
-func Sample(ctx context.Context, source string, pods []string, a Admins, d time.Duration, cpu CAdvisor) (*Window, error) {
+func Sample(ctx context.Context, source string, pods []string, a Admins, d time.Duration, cpu CAdvisor, pick stats.Pick) (*Window, error) {
 	start := time.Now()
 	cpuPre, cpuErr := cpuPages(ctx, cpu)
 	pre, err := readAll(ctx, pods, a)
@@ -42,7 +42,7 @@ func Sample(ctx context.Context, source string, pods []string, a Admins, d time.
 	if err != nil {
 		return nil, err
 	}
-	w, err := windowFrom(source, pre, post, time.Since(start))
+	w, err := windowFrom(source, pre, post, time.Since(start), pick)
 	if err != nil {
 		return nil, err
 	}

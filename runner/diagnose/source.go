@@ -3,6 +3,8 @@ package diagnose
 import (
 	"context"
 	"time"
+
+	"github.com/igwlab/igwlab/runner/stats"
 )
 
 // Source is where diagnose reads a pool from: Prometheus, admin endpoints, or Kubernetes.
@@ -19,7 +21,8 @@ type KubeOptions struct {
 	Selector   string // a label selector, as kubectl -l takes it
 	// Duration is how long to watch; Timeout bounds each step (listing the pods, opening a
 	// port-forward, one admin request).
-	Duration, Timeout time.Duration
+	Duration, Timeout time.Duration // Pick names the traffic's connection manager and listener instead of discovering them.
+	Pick              stats.Pick
 }
 
 // The lab's gateway pods (Istio's gateway chart released as istio-ingressgateway in

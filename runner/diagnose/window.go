@@ -56,11 +56,14 @@ type InForce struct {
 
 // windowFrom builds a window from two readings per pod, matched by pod name, under names
 // discovered from the readings themselves.
-func windowFrom(source string, pre, post []stats.Snapshot, span time.Duration) (*Window, error) {
+func windowFrom(source string, pre, post []stats.Snapshot, span time.Duration, pick stats.Pick) (*Window, error) {
 	w := &Window{Source: source, Span: span}
-	names, err := stats.Discover(append(append([]stats.Snapshot{}, pre...), post...), "")
+	names, err := stats.DiscoverAny(append(append([]stats.Snapshot{}, pre...), post...), pick)
 	if err != nil {
 		return nil, err
+	}
+	if names.HCMPrefix == "" {
+		w.Missing = append(w.Missing, fmt.Sprintf("no HTTP connection manager carries listener %s (a TCP proxy, as Consul's default public listener is): requests are not counted, and the load is judged by its connections (--hcm names one)", names.Listener))
 	}
 	w.Names = names
 	byName := map[string]stats.Snapshot{}
@@ -80,12 +83,18 @@ func windowFrom(source string, pre, post []stats.Snapshot, span time.Duration) (
 		w.Pods = append(w.Pods, p)
 	}
 	sort.Slice(w.Pods, func(i, j int) bool { return w.Pods[i].Name < w.Pods[j].Name })
-	if !slices.ContainsFunc(w.Pods, func(p PodWindow) bool { return len(p.Post.WorkerActive) > 0 }) {
-		// Istio's default proxyStatsMatcher drops them: the worker columns would read 0, not
-		// an even spread.
-		w.Missing = append(w.Missing, fmt.Sprintf("per-worker stats (envoy_listener_worker_<n>_downstream_cx_active, listener %s) not found: worker spread not measured; add listener\\..* to the gateway's proxyStatsMatcher inclusionRegexps", names.Listener))
+	if !slices.ContainsFunc(w.Pods, func(p PodWindow) bool { return len(p.Post.WorkerActive) > 0 || len(p.Post.WorkerCx) > 0 }) {
+		// The worker columns would read 0, not an even spread.
+		w.Missing = append(w.Missing, workersMissing(names.Listener))
 	}
 	return w, nil
+}
+
+// workersMissing says which per-worker stats are missing and how to turn them on.
+func workersMissing(listener string) string {
+	return fmt.Sprintf("per-worker stats not exposed: no listener.%s.worker_<N>.downstream_cx_total or _active (envoy_listener_worker_<N>_downstream_cx_total, or envoy_listener_worker_downstream_cx_total{envoy_worker_id=...} under Envoy's default tags), so the spread over workers is not measured. "+
+		"Envoy makes them for every listener; a stats matcher dropped them. On Istio, add \"listener\\\\..*\" to proxyStatsMatcher.inclusionRegexps in the proxy.istio.io/config annotation (or meshConfig.defaultConfig) and restart the pods; "+
+		"on plain Envoy (and gateways built on it), let stats_config.stats_matcher include ^listener\\..*\\.worker_", listener)
 }
 
 // setCPU keeps each pod's CPU over the window from two cAdvisor readings.

@@ -37,7 +37,7 @@ func TestNamesMissingWorkerStats(t *testing.T) {
 		}
 		return out
 	}
-	w, err := windowFrom("files", read("stats_pre"), read("stats_post"), 8*time.Second)
+	w, err := windowFrom("files", read("stats_pre"), read("stats_post"), 8*time.Second, stats.Pick{})
 	if err != nil {
 		t.Fatal(err)
 	}

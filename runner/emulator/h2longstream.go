@@ -105,7 +105,7 @@ const messageGap = time.Millisecond
 // to the connection manager (ConnectionImpl::onDataChunk -> decodeData), and every frame after
 // the request's first is work a request's service time does not cover.
 func (sc *serverConn) requestData(st *stream) {
-	d := sc.h.pod.pool.model.PerFrame
+	d := sc.h.pod.model.PerFrame
 	if st.sawData && d > 0 {
 		sc.book(d)
 	}

@@ -252,7 +252,7 @@ func (h *hcm) handle(st *stream) {
 
 // requestCost is the worker's work to take up a request and run it through the filters.
 func (h *hcm) requestCost(sc *serverConn) time.Duration {
-	cost := h.pod.pool.model.ServiceTime
+	cost := h.pod.model.ServiceTime
 	if sc.cfg.filters.JWT != nil && h.pod.role == roleGateway {
 		cost += h.pod.pool.jwt.cost
 	}
@@ -368,7 +368,7 @@ func cannotHaveBody(method string, resp *http.Response) bool {
 // and counting a flow-control pause each time the connection's write buffer made it stop
 // reading the upstream.
 func (h *hcm) copyBody(st *stream, cl *cluster, resp *http.Response) string {
-	sc, m := st.sc, h.pod.pool.model
+	sc, m := st.sc, h.pod.model
 	var owed time.Duration
 	reads := 0
 	for {

@@ -266,12 +266,23 @@ func (p *Pool) waitLifecycle(ctx context.Context) error {
 	}
 }
 
-// Resize gives every gateway pod that exists a new pod template's workers and CPU, as a
-// change to the gateway's proxy.istio.io/config concurrency or container resources does: each
-// pod is replaced by one with the new size (its counters start from zero), ready at once. Zero
-// fields keep the size the pool started with. Like SetReplicas it is set-up between windows,
-// not an event: it waits for earlier events' steps and records nothing.
-func (p *Pool) Resize(ctx context.Context, workers int, cpuLimit, cpuRequest int64) error {
+// Size is a gateway pod template's workers and CPU, and the work a request costs them.
+type Size struct {
+	Workers    int   // Envoy's concurrency
+	CPULimit   int64 // millicores
+	CPURequest int64 // millicores
+	// ServiceTime is the work per request: a gateway image whose filters cost more, as a
+	// different build of the gateway would.
+	ServiceTime time.Duration
+}
+
+// Resize gives every gateway pod that exists a new pod template's workers, CPU and request
+// cost, as a change to the gateway's proxy.istio.io/config concurrency, container resources
+// or filters does: each pod is replaced by one with the new size (its counters start from
+// zero), ready at once. Zero fields keep the size the pool started with. Like SetReplicas it is
+// set-up between windows, not an event: it waits for earlier events' steps and records nothing.
+func (p *Pool) Resize(ctx context.Context, s Size) error {
+	workers, cpuLimit, cpuRequest := s.Workers, s.CPULimit, s.CPURequest
 	if err := p.waitLifecycle(ctx); err != nil {
 		return err
 	}
@@ -291,10 +302,15 @@ func (p *Pool) Resize(ctx context.Context, workers int, cpuLimit, cpuRequest int
 	if cpuLimit > 0 && cpuRequest == 0 && p.base.CPURequest > cpuLimit {
 		cfg.CPURequest = 0 // the pool's own request would sit above the new limit
 	}
+	cfg.Model.ServiceTime = p.base.Model.ServiceTime
+	if s.ServiceTime > 0 {
+		cfg.Model.ServiceTime = s.ServiceTime
+	}
 	if err := cfg.Check(); err != nil {
 		return err
 	}
-	if cfg.Workers == p.cfg.Workers && cfg.cpuLimit() == p.cfg.cpuLimit() && cfg.cpuRequest() == p.cfg.cpuRequest() {
+	if cfg.Workers == p.cfg.Workers && cfg.cpuLimit() == p.cfg.cpuLimit() && cfg.cpuRequest() == p.cfg.cpuRequest() &&
+		cfg.Model == p.cfg.Model {
 		return nil
 	}
 	p.mu.Lock()

@@ -40,6 +40,7 @@ type Pod struct {
 	store    *Store
 	mem      *podMemory
 	quota    *cpuQuota    // the container's CPU limit (cfs.go); nil: none
+	model    Model        // the work its workers do, fixed for the process (Resize changes it)
 	backoff  crashBackOff // the kubelet's, across the container's restarts
 	hcm      *hcm
 	workers  []*Worker
@@ -105,7 +106,7 @@ func (p *Pod) build(cfg *listenerConfig) {
 	if p.role == roleWaypoint {
 		workers = pl.cfg.WaypointWorkers
 	}
-	p.quota = nil
+	p.quota, p.model = nil, pl.cfg.Model
 	if p.role == roleGateway {
 		p.quota = newCPUQuota(pl.cfg.cpuLimit(), pl.cfg.cpuRequest())
 	}
@@ -277,7 +278,7 @@ func (p *Pod) serveConn(w *Worker, c net.Conn) {
 		cp.maxConcurrentStreams = p.mcsCap
 		cfg = &cp
 	}
-	w.Book(nil, p.pool.model.ConnCost)
+	w.Book(nil, p.model.ConnCost)
 	if t := p.pool.tls; t != nil && p.role == roleGateway {
 		// The handshake runs on the connection's worker, like everything else about it.
 		_ = w.Serve(context.Background(), nil, t.cost)

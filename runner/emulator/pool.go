@@ -195,7 +195,6 @@ type Pool struct {
 	cfg Config
 	// base is the configuration the pool started with: Resize's zero values go back to it.
 	base     Config
-	model    Model
 	clock    *Clock
 	backends *Backends
 	jwt      *jwtAuthn
@@ -256,7 +255,7 @@ func Start(cfg Config) (*Pool, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
 	}
-	p := &Pool{cfg: cfg, base: cfg, model: cfg.Model, clock: NewClock()}
+	p := &Pool{cfg: cfg, base: cfg, clock: NewClock()}
 	var err error
 	if p.backends, err = StartBackends(2); err != nil { // the lab runs two httpbin replicas
 		p.Close()

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,12 +24,24 @@ type Names struct {
 	Cluster string `json:"cluster"`
 }
 
-// notGateway are HCM prefixes of Istio's own listeners (admin, stats, health), not traffic.
-var notGateway = []string{"admin", "prometheus_stats", "stats", "agent", "inbound_0.0.0.0_15021", "inbound_0.0.0.0_15090"}
+// notGateway are HCM prefixes of a proxy's own listeners (admin, stats, health, its xDS
+// client), not traffic: Istio's (admin, prometheus_stats, stats, agent, the health and stats
+// inbounds), Envoy's (admin, async-client), Envoy Gateway's (eg-stats-http, eg-ready-http),
+// Contour's (stats, health, stats-health, envoy-admin), Gloo's (prometheus) and Consul's
+// (envoy_prometheus_metrics).
+var notGateway = []string{"admin", "prometheus_stats", "stats", "agent", "inbound_0.0.0.0_15021", "inbound_0.0.0.0_15090",
+	"async-client", "eg-stats-http", "eg-ready-http", "health", "stats-health", "envoy-admin", "prometheus", "envoy_prometheus_metrics"}
+
+// Pick names the connection manager (by stat prefix) and the listener (by address) that take
+// the gateway's traffic, where they are not to be discovered; "" discovers.
+type Pick struct {
+	HCMPrefix, Listener string
+}
 
 // Discover finds the HCM prefix, listener and upstream cluster from what the pods report: the
 // traffic-carrying outbound HCM with the most connections, the listener it belongs to, and
-// the cluster whose name contains clusterHint with the most requests.
+// the cluster whose name contains clusterHint with the most requests. It is DiscoverAny for an
+// Istio gateway: no outbound_ connection manager is an error.
 func Discover(snaps []Snapshot, clusterHint string) (Names, error) {
 	prefixes := map[string]float64{}
 	listeners := map[string]float64{}
@@ -66,6 +79,64 @@ func Discover(snaps []Snapshot, clusterHint string) (Names, error) {
 	}
 	n.Cluster = best(clusters, func(string) bool { return true })
 	return n, nil
+}
+
+// DiscoverAny finds the names on any Envoy by their role, for diagnose: the connection manager
+// that carries the traffic (an Istio gateway's outbound_ one; otherwise the one with the most
+// requests and connections that is not the proxy's own: Envoy Gateway's http-10080, Contour's
+// and Emissary's ingress_http, Gloo's http), and the listener that takes it (the one an Istio
+// prefix names; otherwise the one with the most connections). pick names either instead. A
+// page with no traffic connection manager (a TCP proxy: Consul's default public listener) has
+// an empty HCMPrefix; one with no listener at all is an error.
+func DiscoverAny(snaps []Snapshot, pick Pick) (Names, error) {
+	if n, err := Discover(snaps, ""); err == nil && pick == (Pick{}) {
+		return n, nil
+	}
+	prefixes := map[string]float64{}
+	listeners := map[string]float64{}
+	for _, s := range snaps {
+		for _, fam := range []string{"envoy_http_downstream_rq_total", "envoy_http_downstream_cx_total"} {
+			for k, v := range s.LabelValues(fam, "http_conn_manager_prefix") {
+				prefixes[k] += v + 1e-9
+			}
+		}
+		for k, v := range s.LabelValues("envoy_listener_downstream_cx_total", "listener_address") {
+			listeners[k] += v + 1e-9
+		}
+	}
+	var n Names
+	switch {
+	case pick.HCMPrefix != "":
+		if _, ok := prefixes[pick.HCMPrefix]; !ok {
+			return n, fmt.Errorf("no HTTP connection manager with the stat prefix %q in the stats (there are: %s)", pick.HCMPrefix, keysText(prefixes))
+		}
+		n.HCMPrefix = pick.HCMPrefix
+	default:
+		n.HCMPrefix = best(prefixes, func(p string) bool { return !slices.Contains(notGateway, p) })
+	}
+	switch {
+	case pick.Listener != "":
+		if _, ok := listeners[pick.Listener]; !ok {
+			return n, fmt.Errorf("no listener %q in the stats (there are: %s)", pick.Listener, keysText(listeners))
+		}
+		n.Listener = pick.Listener
+	case strings.HasPrefix(n.HCMPrefix, "outbound_") && listeners[strings.TrimPrefix(n.HCMPrefix, "outbound_")] > 0:
+		n.Listener = strings.TrimPrefix(n.HCMPrefix, "outbound_")
+	default:
+		n.Listener = best(listeners, func(string) bool { return true })
+	}
+	if n.HCMPrefix == "" && n.Listener == "" {
+		return n, fmt.Errorf("no connection manager (envoy_http_downstream_rq_total) and no listener (envoy_listener_downstream_cx_total) stats found, under Istio's tag names or Envoy's; does the stats matcher drop them? (Istio's default proxyStatsMatcher does: include http.* and listener.*)")
+	}
+	return n, nil
+}
+
+// keysText lists a map's keys, sorted.
+func keysText(m map[string]float64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
 }
 
 // best is the key of m's largest value that ok accepts, the smallest key on a tie, or "".
@@ -120,6 +191,10 @@ type Pod struct {
 	RxBuffered      float64 `json:"upstream_cx_rx_bytes_buffered"`
 	TxBuffered      float64 `json:"upstream_cx_tx_bytes_buffered"`
 	SSLHandshake    float64 `json:"ssl_handshake"`
+	// LCxTotal and LCxActive are the listener's own connection counters: what a listener
+	// without an HTTP connection manager (a TCP proxy) still counts.
+	LCxTotal  float64 `json:"listener_downstream_cx_total"`
+	LCxActive float64 `json:"listener_downstream_cx_active"`
 	// Uptime is server.uptime: seconds since this Envoy started (0 where not exported).
 	Uptime float64 `json:"uptime_s,omitempty"`
 	// Concurrency is server.concurrency: the Envoy's workers (0 where not exported).
@@ -173,6 +248,8 @@ func Extract(s Snapshot, n Names) Pod {
 	p.RxBuffered = get("envoy_cluster_upstream_cx_rx_bytes_buffered", c)
 	p.TxBuffered = get("envoy_cluster_upstream_cx_tx_bytes_buffered", c)
 	p.SSLHandshake = get("envoy_listener_ssl_handshake", l)
+	p.LCxTotal = get("envoy_listener_downstream_cx_total", l)
+	p.LCxActive = get("envoy_listener_downstream_cx_active", l)
 	p.Uptime = get("envoy_server_uptime", nil)
 	p.Concurrency = get("envoy_server_concurrency", nil)
 	p.RqTime = s.Histogram("envoy_http_downstream_rq_time", h)
@@ -239,6 +316,7 @@ func Delta(pre, post Pod) (d Pod, restarted bool) {
 	d.Paused = sub(pre.Paused, post.Paused)
 	d.Resumed = sub(pre.Resumed, post.Resumed)
 	d.SSLHandshake = sub(pre.SSLHandshake, post.SSLHandshake)
+	d.LCxTotal = sub(pre.LCxTotal, post.LCxTotal)
 	d.WorkerCx = subMap(pre.WorkerCx, post.WorkerCx, &restarted)
 	d.WorkerBusyNs = subMap(pre.WorkerBusyNs, post.WorkerBusyNs, &restarted)
 	d.RqTime = post.RqTime.Sub(pre.RqTime)

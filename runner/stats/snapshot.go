@@ -46,6 +46,7 @@ func Parse(r io.Reader) (fams map[string]*dto.MetricFamily, err error) {
 	if err := checkValues(fams); err != nil {
 		return nil, fmt.Errorf("parsing /stats/prometheus: %w", err)
 	}
+	Normalize(fams)
 	return fams, nil
 }
 

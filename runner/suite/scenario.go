@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/igwlab/igwlab/infra/envoyfilter"
 	"github.com/igwlab/igwlab/runner/analysis"
 	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/load"
@@ -47,7 +48,7 @@ func (r *run) scenario(ctx context.Context, lab *stacks.Scenario, dir string) *a
 		why = strings.TrimSpace(lab.Local.Why)
 	}
 	deps = append(deps, r.info.Departures...)
-	ew.Add(writeScenarioFile(filepath.Join(dir, "scenario.yaml"), lab, sc, deps, why, r.info))
+	ew.Add(writeScenarioFile(filepath.Join(dir, "scenario.yaml"), lab, sc, deps, why, r.info, r.o.EnvoyFilters))
 	started := time.Now()
 	out, err := r.measure(ctx, sc, deps, dir, &ew)
 	if err != nil {
@@ -363,7 +364,7 @@ func (r *run) loadSpec(sc stacks.Scenario) (load.Spec, error) {
 
 // writeScenarioFile writes scenario.yaml: the scenario as it ran, and where (and why) that
 // departs from the lab's values.
-func writeScenarioFile(path string, lab *stacks.Scenario, run stacks.Scenario, deps []stacks.Departure, why string, info gateway.Info) error {
+func writeScenarioFile(path string, lab *stacks.Scenario, run stacks.Scenario, deps []stacks.Departure, why string, info gateway.Info, efs []*envoyfilter.Imported) error {
 	doc := map[string]any{
 		"name": run.Name, "title": run.Title, "teaches": run.Teaches, "watch": run.Watch,
 		"target": info.Name, "file": lab.File, "client": run.Client, "load": run.Load,
@@ -377,6 +378,10 @@ func writeScenarioFile(path string, lab *stacks.Scenario, run stacks.Scenario, d
 	}
 	if len(deps) > 0 {
 		doc["local_departures"] = deps
+	}
+	if len(efs) > 0 {
+		// The user's EnvoyFilters: the knobs each set (in force above), and what was not applied.
+		doc["envoyfilters"] = efs
 	}
 	b, err := yaml.Marshal(doc)
 	if err != nil {

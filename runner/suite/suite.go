@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/igwlab/igwlab/infra/envoyfilter"
 	"github.com/igwlab/igwlab/runner/analysis"
 	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/measure"
@@ -56,28 +57,35 @@ type Options struct {
 	Now func() time.Time
 	// NoReport skips the plots and report.html.
 	NoReport bool
+	// Set holds knobs on top of every scenario's (a user's EnvoyFilters, --envoyfilter), and
+	// EnvoyFilters says where they came from and what they did not apply.
+	Set          stacks.Knobs
+	EnvoyFilters []*envoyfilter.Imported
 }
 
 // Summary is summary.json: what ran, with what, and the calls. Other tools may rely on the
 // fields target, pods, concurrency, scenarios.<name>.{cv, connections, connections_total,
 // worker_cv_mean, goaways, rps, p99_ms} and hypotheses.<id>.{verdict, ratio}.
 type Summary struct {
-	Target      string                        `json:"target"`
-	Pods        int                           `json:"pods"`
-	Concurrency int                           `json:"concurrency"`
-	Repeat      int                           `json:"repeat"`
-	Command     []string                      `json:"command,omitempty"`
-	Resumed     []time.Time                   `json:"resumed,omitempty"`
-	Started     time.Time                     `json:"started"`
-	Finished    time.Time                     `json:"finished"`
-	Complete    bool                          `json:"complete"`
-	Interrupted bool                          `json:"interrupted,omitempty"`
-	Info        gateway.Info                  `json:"info"`
-	Names       stats.Names                   `json:"names"`
-	Order       []string                      `json:"order"`
-	Scenarios   map[string]*analysis.Result   `json:"scenarios"`
-	Runs        map[string][]*analysis.Result `json:"runs,omitempty"`
-	Hypotheses  map[string]analysis.Verdict   `json:"hypotheses"`
+	Target      string      `json:"target"`
+	Pods        int         `json:"pods"`
+	Concurrency int         `json:"concurrency"`
+	Repeat      int         `json:"repeat"`
+	Command     []string    `json:"command,omitempty"`
+	Resumed     []time.Time `json:"resumed,omitempty"`
+	Started     time.Time   `json:"started"`
+	Finished    time.Time   `json:"finished"`
+	Complete    bool        `json:"complete"`
+	Interrupted bool        `json:"interrupted,omitempty"`
+	// EnvoyFilters are the user's EnvoyFilters whose knobs held in every scenario
+	// (--envoyfilter): what each set, and what the lab did not apply.
+	EnvoyFilters []*envoyfilter.Imported       `json:"envoy_filters,omitempty"`
+	Info         gateway.Info                  `json:"info"`
+	Names        stats.Names                   `json:"names"`
+	Order        []string                      `json:"order"`
+	Scenarios    map[string]*analysis.Result   `json:"scenarios"`
+	Runs         map[string][]*analysis.Result `json:"runs,omitempty"`
+	Hypotheses   map[string]analysis.Verdict   `json:"hypotheses"`
 	// ScenarioSeconds is the wall time of each scenario, every repetition and phase included
 	// (apply, settle, warm-up, window, collection).
 	ScenarioSeconds map[string]float64 `json:"scenario_seconds,omitempty"`
@@ -116,7 +124,8 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	sum := &Summary{Target: info.Name, Pods: info.Pods, Concurrency: info.Concurrency, Repeat: o.Repeat,
 		Started: o.Now().UTC(), Info: info, Scenarios: map[string]*analysis.Result{},
-		Runs: map[string][]*analysis.Result{}, Hypotheses: map[string]analysis.Verdict{}, Dir: dir, Command: o.Command}
+		Runs: map[string][]*analysis.Result{}, Hypotheses: map[string]analysis.Verdict{}, Dir: dir, Command: o.Command,
+		EnvoyFilters: o.EnvoyFilters}
 	for _, sc := range selected {
 		sum.Order = append(sum.Order, sc.Name)
 		sum.Scenarios[sc.Name] = &analysis.Result{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis,
@@ -165,7 +174,11 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			}
 			r.prog.scenario(step, sc.Name+repText(rep, o.Repeat), sc.Title)
 			t0 := o.Now()
-			res := r.guarded(ctx, sc, sdir)
+			run := sc
+			if !o.Set.IsZero() {
+				run = sc.WithKnobs(o.Set)
+			}
+			res := r.guarded(ctx, run, sdir)
 			if sum.ScenarioSeconds == nil {
 				sum.ScenarioSeconds = map[string]float64{}
 			}

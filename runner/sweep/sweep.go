@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/igwlab/igwlab/infra/envoyfilter"
 	"github.com/igwlab/igwlab/runner/analysis"
 	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/measure"
@@ -33,6 +34,9 @@ type Options struct {
 	CPULimit stacks.CPU
 	// Set holds knobs on top of the scenario's in every run (never the swept knob).
 	Set stacks.Knobs
+	// EnvoyFilters are the user's files some of Set came from (--envoyfilter), recorded in
+	// sweep.json.
+	EnvoyFilters []*envoyfilter.Imported
 	// Values are the knob's values, each already checked against its range
 	// (KnobSpec.ParseKnobValues), or the streams (ParseStreams).
 	Values []string
@@ -57,11 +61,13 @@ type Sweep struct {
 	Unit     string   `json:"unit"`
 	Values   []string `json:"values"`
 	// Set are the knobs held on top of the scenario's in every run (--set).
-	Set     []stacks.KnobValue `json:"set,omitempty"`
-	Repeat  int                `json:"repeat"`
-	TLS     bool               `json:"tls"`
-	WindowS float64            `json:"window_s"`
-	Window  string             `json:"window"` // where the window comes from
+	Set []stacks.KnobValue `json:"set,omitempty"`
+	// EnvoyFilters are the user's EnvoyFilters among them (--envoyfilter).
+	EnvoyFilters []*envoyfilter.Imported `json:"envoy_filters,omitempty"`
+	Repeat       int                     `json:"repeat"`
+	TLS          bool                    `json:"tls"`
+	WindowS      float64                 `json:"window_s"`
+	Window       string                  `json:"window"` // where the window comes from
 	suite.RunRecord
 	Points []*Point `json:"points"`
 	// Threshold is the most CV a value may show to count as well spread (see Rule).
@@ -150,7 +156,7 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 	case o.Workers:
 		knob, unit = WorkersAxis, "workers"
 	}
-	sw := &Sweep{Scenario: o.Scenario.Name, Knob: knob, Unit: unit, Values: o.Values, Set: o.Set.Set(), Repeat: o.Repeat,
+	sw := &Sweep{Scenario: o.Scenario.Name, Knob: knob, Unit: unit, Values: o.Values, Set: o.Set.Set(), EnvoyFilters: o.EnvoyFilters, Repeat: o.Repeat,
 		RunRecord: rn.Record(o.RunSettings), TLS: tlsOn(info), Dir: dir, WindowS: eff.Load.Duration.D().Seconds(),
 		Window: fmt.Sprintf("the scenario's window on the %s target", info.Name)}
 	if o.Duration > 0 {

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/igwlab/igwlab/runner/capacity"
+	"github.com/igwlab/igwlab/stacks"
 )
 
 type capacityArgs struct {
@@ -66,6 +67,15 @@ func (e *Env) runCapacity(ctx context.Context, a *capacityArgs) error {
 	}
 	if err := capacity.Check(sc); err != nil {
 		return Usagef("--scenario: %v", err)
+	}
+	if !a.ef.K.IsZero() {
+		for _, kv := range a.knobs.K.Set() {
+			spec, _ := stacks.Lookup(kv.Path)
+			if _, ok := spec.Get(&a.ef.K); ok {
+				return Usagef("%s is set by --knob and by --envoyfilter: the file's knobs hold in both curves, --knob's in the second", kv.Path)
+			}
+		}
+		sc = sc.WithKnobs(a.ef.K) // both curves run with the file's knobs
 	}
 	t, progress, err := e.openRun(ctx, &a.targetArgs)
 	if err != nil || t == nil {

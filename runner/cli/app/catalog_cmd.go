@@ -109,8 +109,13 @@ func printEstimate(w io.Writer, cat *stacks.Catalog, d gateway.Driver, o gateway
 }
 
 func (e *Env) knobsCmd() *cobra.Command {
-	return Command("knobs", "list the gateway knobs scenarios may set, with Envoy's ranges and defaults", func(*cobra.Command) error {
+	var from EnvoyFilters
+	c := Command("knobs", "list the gateway knobs scenarios may set, with Envoy's ranges and defaults; with --from, what an EnvoyFilter of yours sets", func(*cobra.Command) error {
 		stdout := e.Stdout
+		if len(from.Files) > 0 {
+			_, err := io.WriteString(stdout, from.Text())
+			return err
+		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "KNOB\tRANGE\tDEFAULT (Envoy 1.35)\tWHAT IT DOES")
 		for _, s := range stacks.Registry {
@@ -118,4 +123,7 @@ func (e *Env) knobsCmd() *cobra.Command {
 		}
 		return tw.Flush()
 	})
+	c.Example = "  igwlab knobs --from my-gateway-envoyfilter.yaml"
+	c.Flags().Var(&from, "from", "an EnvoyFilter file (repeatable): print the knobs its patches set on the lab's gateway, and what the lab does not model")
+	return c
 }

@@ -30,6 +30,8 @@ func serveFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout, stderr io.W
 	catalogDir := fs.String("catalog", "", "also load the scenario files in this folder")
 	quiet := fs.BoolP("q", "q", false, "no live table on stderr")
 	promConfig := fs.String("prometheus-config", "", "write a Prometheus scrape config for the running pool to this file")
+	var ef EnvoyFilters
+	fs.Var(&ef, "envoyfilter", "an EnvoyFilter of yours (repeatable): the pool runs with the knobs its patches set, on top of --scenario's; what the lab does not model is named")
 	pf.Register(fs)
 	return func(ctx context.Context, stdout, stderr io.Writer) error {
 		cfg, err := pf.Config()
@@ -52,6 +54,15 @@ func serveFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout, stderr io.W
 			if sc, err = cat.MustGet(*scenario); err != nil {
 				return UsageError{fmt.Errorf("--scenario: %w", err)}
 			}
+		}
+		if !ef.K.IsZero() {
+			if sc == nil {
+				sc = &stacks.Scenario{Name: "serve", Title: "your client against the local pool"}
+			}
+			sc = sc.WithKnobs(ef.K)
+		}
+		if len(ef.Files) > 0 && !*quiet {
+			io.WriteString(stderr, ef.Text())
 		}
 		l, err := local.NewLocal(cfg)
 		if err != nil {

@@ -36,6 +36,7 @@ type suiteArgs struct {
 type targetArgs struct {
 	pf         local.PoolFlags
 	sf         StackFlags
+	ef         EnvoyFilters
 	targetName string
 	quiet      bool
 	// command names the command for a hand-on to igwlab-lab ("suite").
@@ -51,6 +52,7 @@ func (t *targetArgs) register(fs *pflag.FlagSet, command string, lab bool) {
 		targets += "; " + LabBinary + " adds the real lab's"
 	}
 	fs.StringVar(&t.targetName, "target", string(gateway.Drivers()[0].Kind), "where to run: "+targets)
+	fs.Var(&t.ef, "envoyfilter", "an EnvoyFilter of yours (repeatable): the knobs its patches set hold in every run, on top of the scenario's; what the lab does not model is named, never dropped")
 	t.pf.Register(fs)
 	t.sf.Register(fs)
 }
@@ -152,7 +154,10 @@ func (e *Env) runSuite(ctx context.Context, a *suiteArgs, command []string) erro
 	if a.quiet {
 		progress = nil
 	}
-	sum, err := suite.Run(ctx, suite.Options{Target: t, Catalog: cat, Only: a.only, Skip: a.skip,
+	if progress != nil && len(a.ef.Files) > 0 {
+		io.WriteString(progress, a.ef.Text())
+	}
+	sum, err := suite.Run(ctx, suite.Options{Target: t, Catalog: cat, Only: a.only, Skip: a.skip, EnvoyFilters: a.ef.Files, Set: a.ef.K,
 		SkipEval: a.skipEval, Duration: a.duration, Repeat: a.repeat, OutDir: a.out, Progress: progress,
 		RunDir: a.resume, Resume: prev, Command: command,
 		ProgressTTY: progress != nil && isTerminal(stderr), ProgressWidth: termWidth(stderr)})

@@ -110,7 +110,14 @@ func (e *Env) runSweep(ctx context.Context, a *sweepArgs) error {
 		return err
 	}
 	defer t.Close()
-	sw, err := sweep.Run(ctx, sweep.Options{Target: t, Scenario: sc, Knob: spec, Streams: a.streams != "", Set: a.set.K, Values: values, Repeat: a.repeat,
+	set, err := a.ef.With(a.set.K)
+	if err != nil {
+		return err
+	}
+	if _, held := spec.Get(&a.ef.K); held && spec.Path != "" {
+		return Usagef("--envoyfilter sets %s, the knob the sweep varies: sweep it without that file, or another knob", spec.Path)
+	}
+	sw, err := sweep.Run(ctx, sweep.Options{Target: t, Scenario: sc, Knob: spec, Streams: a.streams != "", Set: set, EnvoyFilters: a.ef.Files, Values: values, Repeat: a.repeat,
 		Duration: a.duration, WellSpread: a.wellSpread, RunSettings: e.runSettings(a.out, progress)})
 	if sw == nil {
 		return err
@@ -157,7 +164,11 @@ func (e *Env) runWorkersSweep(ctx context.Context, a *sweepArgs, list string) er
 	if _, ok := t.(gateway.Sized); !ok {
 		return fmt.Errorf("the %s target cannot size its pods per run: a sweep of the workers needs one that can", a.targetName)
 	}
-	sw, err := sweep.Run(ctx, sweep.Options{Target: t, Scenario: sc, Workers: true, CPULimit: limit, Set: a.set.K, Values: values, Repeat: a.repeat,
+	set, err := a.ef.With(a.set.K)
+	if err != nil {
+		return err
+	}
+	sw, err := sweep.Run(ctx, sweep.Options{Target: t, Scenario: sc, Workers: true, CPULimit: limit, Set: set, EnvoyFilters: a.ef.Files, Values: values, Repeat: a.repeat,
 		Duration: a.duration, WellSpread: a.wellSpread, RunSettings: e.runSettings(a.out, progress)})
 	if sw == nil {
 		return err

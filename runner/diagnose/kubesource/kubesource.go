@@ -94,7 +94,7 @@ func (p Pods) Window(ctx context.Context) (*diagnose.Window, error) {
 		cpu = nodeCAdvisor{p: p, nr: nr, nodes: nodes}
 		src += fmt.Sprintf("; their nodes' cAdvisor through the API server (%d node(s))", len(nodes))
 	}
-	w, err := diagnose.Sample(ctx, src, names, admins{p}, p.Duration, cpu)
+	w, err := diagnose.Sample(ctx, src, names, admins{p}, p.Duration, cpu, p.Pick)
 	if err != nil {
 		return nil, fmt.Errorf("reading the gateway pods' Envoy admin: %w; check that `kubectl%s port-forward -n %s pod/%s %d` works (it needs the pods/portforward permission, and the API server reaching the kubelet on the pod's node)",
 			err, kubectlFlags(p.KubeOptions), p.Namespace, names[0], kube.AdminPort)

@@ -61,5 +61,6 @@ var _ gateway.Evented = (*Local)(nil)
 // Size implements gateway.Sized: every gateway pod is replaced by one with the size, or with
 // the flags' for a zero field.
 func (l *Local) Size(ctx context.Context, s stacks.Size) error {
-	return l.Pool.Resize(ctx, s.Concurrency, int64(s.CPULimit), int64(s.CPURequest))
+	return l.Pool.Resize(ctx, emulator.Size{Workers: s.Concurrency, CPULimit: int64(s.CPULimit), CPURequest: int64(s.CPURequest),
+		ServiceTime: s.ServiceTime.D()})
 }
