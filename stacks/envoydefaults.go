@@ -65,6 +65,25 @@ func EnvoyForIstio(istio string) EnvoyRelease {
 	return out
 }
 
+// ReleaseFor is the modelled release whose defaults an Envoy version ("1.28.8", "1.36") runs
+// with: the newest modelled release at or below it. An Envoy older than every modelled release
+// takes the oldest's: the HTTP/2 defaults the releases model held unchanged until 1.36 changed
+// them (protocol.proto documents 2147483647 streams and 256 MiB windows through 1.35). An
+// empty or unreadable version takes the lab's own release.
+func ReleaseFor(envoy string) EnvoyRelease {
+	lab, _ := LookupEnvoy(DefaultEnvoy)
+	if minorOf(envoy) == 0 {
+		return lab
+	}
+	out := EnvoyReleases[0]
+	for _, r := range EnvoyReleases {
+		if minorOf(r.Envoy) <= minorOf(envoy) {
+			out = r
+		}
+	}
+	return out
+}
+
 // minorOf is the minor number of "1.N" or "1.N.P" (0 when there is none).
 func minorOf(v string) int {
 	var major, minor int

@@ -69,3 +69,11 @@ func TestWithDefaultsKeepsSetKnobs(t *testing.T) {
 		t.Errorf("WithDefaults changed its receiver: %s", v)
 	}
 }
+
+func TestReleaseFor(t *testing.T) {
+	for envoy, want := range map[string]string{"1.28.8": "1.35", "1.35.3": "1.35", "1.36.2": "1.36", "1.37.0": "1.36", "": DefaultEnvoy, "dev": DefaultEnvoy} {
+		if got := ReleaseFor(envoy).Envoy; got != want {
+			t.Errorf("Envoy %q: the defaults of %s, want %s", envoy, got, want)
+		}
+	}
+}

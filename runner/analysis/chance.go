@@ -197,7 +197,10 @@ func (b *Band) Judge(cv float64) (string, float64) {
 	}
 }
 
-// String summarises the band.
-func (b *Band) String() string {
-	return fmt.Sprintf("chance for k=%d over %d pods: median %.3f, 95%% band [%.3f, %.3f]", b.K, b.N, b.Median, b.Lo, b.Hi)
+// String summarises the band of connections over pods.
+func (b *Band) String() string { return b.Over("pods") }
+
+// Over summarises the band of connections over what they are placed on (pods, workers).
+func (b *Band) Over(what string) string {
+	return fmt.Sprintf("chance for k=%d over %d %s: median %.3f, 95%% band [%.3f, %.3f]", b.K, b.N, what, b.Median, b.Lo, b.Hi)
 }

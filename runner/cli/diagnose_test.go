@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/igwlab/igwlab/internal/testutil"
 	"github.com/igwlab/igwlab/runner/diagnose"
 	"github.com/igwlab/igwlab/runner/emulator/emulatortest"
 	"github.com/igwlab/igwlab/runner/load"
@@ -83,10 +86,59 @@ func TestDiagnoseBadFlags(t *testing.T) {
 		{"diagnose", "--selector", "istio in ("},
 		{"diagnose", "--namespace", ""},
 		{"diagnose", "--context", "lab", "--duration", "2h"},
+		{"diagnose", "--admin", "http://127.0.0.1:15000", "--hcm", "ingress http"},
+		{"diagnose", "--admin", "http://127.0.0.1:15000", "--listener", `0.0.0.0_80"}`},
 	} {
 		var out, errb bytes.Buffer
 		if code := Main(context.Background(), args, &out, &errb); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errb.String())
 		}
+	}
+}
+
+// TestDiagnoseAnyEnvoyCommand: igwlab diagnose --admin on a Consul sidecar's published stats page
+// (served as its stats listener serves it) judges its two workers; --listener points it at
+// another listener, and one the page does not have is an error that lists those it has.
+func TestDiagnoseAnyEnvoyCommand(t *testing.T) {
+	page, err := os.ReadFile(testutil.RealFixture(t, "envoy-consul-dataplane-sidecar-2workers-stats-prometheus-netdata.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/stats/prometheus" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(page)
+	}))
+	defer srv.Close()
+	run := func(extra ...string) (*diagnose.Report, error) {
+		var stdout, stderr bytes.Buffer
+		err := Run(context.Background(), append([]string{"diagnose", "--admin", srv.URL, "--duration", "100ms", "--json"}, extra...), &stdout, &stderr)
+		if err != nil {
+			return nil, err
+		}
+		var r diagnose.Report
+		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+			t.Fatalf("JSON: %v\n%s", err, stdout.String())
+		}
+		return &r, nil
+	}
+	r, err := run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict == diagnose.NotEnoughData || r.Chance == nil || r.Chance.K != 6507 || r.Chance.N != 2 || r.Names["listener"] != "10.50.132.6_20000" {
+		t.Errorf("verdict %q on %v, chance %+v", r.Verdict, r.Names, r.Chance)
+	}
+	r, err = run("--listener", "0.0.0.0_20200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != diagnose.NotEnoughData || !strings.Contains(r.Summary, "took 4 connection(s) on listener 0.0.0.0_20200") {
+		t.Errorf("--listener 0.0.0.0_20200: %q: %s", r.Verdict, r.Summary)
+	}
+	if _, err := run("--listener", "0.0.0.0_80"); err == nil || !strings.Contains(err.Error(), `no listener "0.0.0.0_80" in the stats (there are: 0.0.0.0_20200, 10.50.132.6_20000, 127.0.0.1_15001)`) {
+		t.Errorf("a listener the page does not have: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/igwlab/igwlab/infra"
+	"github.com/igwlab/igwlab/internal/testutil"
 	"github.com/igwlab/igwlab/runner/gateway/cluster"
 	"github.com/igwlab/igwlab/runner/gateway/gatewaytest"
 	"github.com/igwlab/igwlab/runner/pulumistack"
@@ -115,6 +116,31 @@ func TestPreviewHandsTheSwitchToThePreviewOnly(t *testing.T) {
 	}
 	if st.Config["igwlab:scenario"] != "04-mrpc" || len(st.Ups) != 1 {
 		t.Errorf("up: config %v, ups %v", st.Config, st.Ups)
+	}
+}
+
+// TestPreviewTakesAnEnvoyFilter: igwlab preview --envoyfilter hands the stack's preview the knobs
+// a real team's EnvoyFilter sets (Gardener's, as published), names what it did not apply, and
+// refuses a knob given both by the file and by --set.
+func TestPreviewTakesAnEnvoyFilter(t *testing.T) {
+	file := testutil.RealFixture(t, "envoyfilter-gardener-istio-1.29-ingressgateway-http2-max-concurrent-streams.yaml")
+	st := &gatewaytest.Stack{KubeRef: gatewaytest.NewKube(1, 1), Config: map[string]string{"igwlab:scenario": "02-trigger"}}
+	fakeStackOpen(t, st)
+	var out, errb bytes.Buffer
+	if err := Run(context.Background(), []string{"preview", "--envoyfilter", file, "--stack", "igwlab-preview-test"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"hcm.http2_protocol_options.initial_connection_window_size":"1048576","hcm.http2_protocol_options.initial_stream_window_size":"65536",` +
+		`"hcm.http2_protocol_options.max_concurrent_streams":"100","listener.per_connection_buffer_limit_bytes":"32768"}`
+	if len(st.Previews) != 1 || st.Previews[0]["igwlab:knobs"] != want {
+		t.Errorf("previewed %v", st.Previews)
+	}
+	if !strings.Contains(errb.String(), "not applied: listener.socket_options") {
+		t.Errorf("preview does not name what it did not apply:\n%s", errb.String())
+	}
+	args := []string{"preview", "--envoyfilter", file, "--set", "hcm.http2_protocol_options.max_concurrent_streams=200", "--stack", "igwlab-preview-test"}
+	if code := Main(context.Background(), args, &out, &errb); code != 2 || len(st.Previews) != 1 {
+		t.Errorf("a knob set twice: exit %d, previews %d", code, len(st.Previews))
 	}
 }
 

@@ -111,7 +111,12 @@ func (u urlAdmins) Get(ctx context.Context, pod, path string) ([]byte, error) {
 // (router~<ip>~<pod>.<namespace>~<namespace>.svc.cluster.local), or the URL's host:port.
 func (a AdminSource) podName(ctx context.Context, base string) (string, error) {
 	b, err := a.Get(ctx, base, "/server_info")
-	if err != nil {
+	var status *httpStatusError
+	if errors.As(err, &status) {
+		// A stats-only endpoint (Consul's and Gloo's Prometheus listeners route only the
+		// stats page) has no /server_info: the pod is named by its address.
+		b = nil
+	} else if err != nil {
 		return "", err
 	}
 	var info struct {
@@ -153,10 +158,18 @@ func (a AdminSource) Get(ctx context.Context, base, path string) ([]byte, error)
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s%s: HTTP %d", base, path, resp.StatusCode)
+		return nil, &httpStatusError{url: base + path, code: resp.StatusCode}
 	}
 	return b, nil
 }
+
+// httpStatusError is an admin page that answered with another status than 200.
+type httpStatusError struct {
+	url  string
+	code int
+}
+
+func (e *httpStatusError) Error() string { return fmt.Sprintf("%s: HTTP %d", e.url, e.code) }
 
 // urlCAdvisor reads kubelets' cAdvisor pages at their URLs.
 type urlCAdvisor struct{ a AdminSource }

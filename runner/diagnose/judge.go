@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/igwlab/igwlab/runner/analysis"
@@ -71,6 +72,10 @@ type Report struct {
 	// LoadBy says what the load's spread is judged by when it is not the requests that began
 	// in the window ("": the requests).
 	LoadBy string `json:"load_by,omitempty"`
+	// SinceStart says the counters are those since each Envoy started (Window.SinceStart).
+	SinceStart bool `json:"since_start,omitempty"`
+	// LoadUnit is what the load is counted in: requests, bytes sent or connections.
+	LoadUnit string `json:"load_unit"`
 	// NoEffect names the levers that would do nothing for what was seen, and why.
 	NoEffect []string          `json:"no_effect,omitempty"`
 	InForce  *InForce          `json:"in_force,omitempty"`
@@ -89,6 +94,9 @@ type PodRow struct {
 	Workers   int     `json:"workers"`
 	WorkerCV  float64 `json:"worker_cv"`
 	HotWorker int     `json:"hot_worker"`
+	// WorkerConns are the connections each worker took, when the verdict is on one pod's
+	// workers.
+	WorkerConns []float64 `json:"worker_connections,omitempty"`
 	CPUCores  float64 `json:"cpu_cores,omitempty"`
 	Restarted bool    `json:"restarted,omitempty"`
 }
@@ -108,16 +116,21 @@ func Judge(w *Window) *Report {
 }
 
 func judge(w *Window) *Report {
-	r := &Report{Source: w.Source, SpanS: w.Span.Seconds(), InForce: w.InForce, Notes: w.Missing,
+	r := &Report{Source: w.Source, SpanS: w.Span.Seconds(), InForce: w.InForce, Notes: w.Missing, LoadUnit: "requests", SinceStart: w.SinceStart,
 		Names: map[string]string{"hcm_prefix": w.Names.HCMPrefix, "listener": w.Names.Listener}}
 	var seen, reqs, activeRq, sent []float64
 	for _, p := range w.Pods {
 		d := p.Delta
-		row := PodRow{Name: p.Name, Opened: d.CxTotal, Active: p.Post.CxActive, Requests: d.RqTotal,
+		opened, active, before := d.CxTotal, p.Post.CxActive, p.Pre.CxActive
+		if w.Names.HCMPrefix == "" {
+			// No connection manager: the listener's own counters are all there is.
+			opened, active, before = d.LCxTotal, p.Post.LCxActive, p.Pre.LCxActive
+		}
+		row := PodRow{Name: p.Name, Opened: opened, Active: active, Requests: d.RqTotal,
 			Streams: p.Post.RqActive, Workers: p.Workers, Restarted: p.Restarted}
-		row.Seen = p.Pre.CxActive + d.CxTotal
+		row.Seen = before + opened
 		if p.Restarted {
-			row.Seen = d.CxTotal // the pod began again during the window: all it saw is new
+			row.Seen = opened // the pod began again during the window: all it saw is new
 		}
 		if w.Span > 0 {
 			row.RPS = d.RqTotal / w.Span.Seconds()
@@ -133,7 +146,7 @@ func judge(w *Window) *Report {
 		r.Requests += row.Requests
 		r.Rotation.MaxRequestsReached += d.MaxRequestsReached
 		r.Rotation.MaxDurationReached += d.MaxDurationReached
-		r.OlderThanWindow += math.Max(0, p.Post.CxActive-d.CxTotal)
+		r.OlderThanWindow += math.Max(0, active-opened)
 		lengths := d.CxLength
 		if q := lengths.Quantile(0.5); !math.IsNaN(q) {
 			r.ClosedLifetimeP50 = math.Max(r.ClosedLifetimeP50, q)
@@ -150,7 +163,7 @@ func judge(w *Window) *Report {
 	if r.ConnectionsActive > 0 {
 		r.StreamsPerConn = sum(activeRq) / r.ConnectionsActive
 	}
-	r.Rotation.Text = rotationText(w.InForce, r.Rotation)
+	r.Rotation.Text = rotationText(w.InForce, r.Rotation, w.period())
 	r.Busy = busyText(w, r)
 	r.Streams = streamMix(w, r)
 	r.CPU, _ = cpuLines(w, r)
@@ -158,13 +171,27 @@ func judge(w *Window) *Report {
 		// Long-lived streams begin few requests: where their messages went is the load.
 		reqs = sent
 		r.CVRequests = analysis.CV(sent)
+		r.LoadUnit = "bytes sent"
 		r.LoadBy = "the bytes sent to clients (downstream_cx_tx_bytes_total), as the long-lived streams began too few requests in the window to count"
+	}
+	if w.Names.HCMPrefix == "" {
+		reqs = seen
+		r.CVRequests = r.CVConnections
+		r.LoadUnit = "connections"
+		r.LoadBy = fmt.Sprintf("the connections listener %s took, as no HTTP connection manager on it counts requests", w.Names.Listener)
 	}
 	n := len(r.Pods)
 	switch {
-	case n < 2:
+	case r.Requests == 0 && r.Connections == 0:
 		r.Verdict = NotEnoughData
-		r.Summary = fmt.Sprintf("%d gateway pod(s) read: spread needs two or more", n)
+		r.Summary = noLoadText(w)
+		return r
+	case n < 2:
+		if judgeWorkers(r, w) {
+			return r
+		}
+		r.Verdict = NotEnoughData
+		r.Summary = fmt.Sprintf("%d gateway pod(s) read: spread needs two or more pods, or one pod's per-worker connection stats over two or more workers", n)
 		return r
 	case r.Requests < minRequests && r.LoadBy == "":
 		r.Verdict = NotEnoughData
@@ -190,14 +217,29 @@ func judge(w *Window) *Report {
 	r.Summary = summaryText(r, n)
 	r.Client = clientText(r, w)
 	r.Lever = chooseLever(r, w, placedBeyond)
+	if l := r.Lever; w.Names.HCMPrefix == "" && l != nil && strings.HasPrefix(l.Knob, "hcm.") {
+		// A TCP proxy has no HTTP connection manager for the knob to set.
+		r.Lever = &Lever{Why: fmt.Sprintf("listener %s is a TCP proxy, so no HTTP connection manager knob applies; what rotates its connections is the TCP proxy's max_downstream_connection_duration (envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy), set through the gateway's own configuration, and clients must re-dial when it closes them", w.Names.Listener)}
+	}
 	return r
 }
 
-func summaryText(r *Report, n int) string {
-	what := "requests"
-	if r.LoadBy != "" {
-		what = "bytes sent"
+// noLoadText says there is nothing to judge, and where nothing was counted.
+func noLoadText(w *Window) string {
+	where := "listener " + w.Names.Listener
+	if w.Names.HCMPrefix != "" {
+		where += " (connection manager " + w.Names.HCMPrefix + ")"
 	}
+	when := w.period()
+	workers := 0
+	for _, p := range w.Pods {
+		workers += p.Workers
+	}
+	return fmt.Sprintf("no load to judge: no connection or request counted on %s %s (%d pod(s), %d worker(s) idle)", where, when, len(w.Pods), workers)
+}
+
+func summaryText(r *Report, n int) string {
+	what := r.LoadUnit
 	hot := fmt.Sprintf("hot pod %s carries %.0f%% of the %s", r.HotPod, 100*r.HotPart, what)
 	conns := fmt.Sprintf("%d connection(s) over %d pods: connection CV %.3f (%s; %s)",
 		int(r.Connections), n, r.CVConnections, r.ChanceVerdict, r.Chance)

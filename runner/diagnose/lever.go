@@ -2,7 +2,9 @@ package diagnose
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,7 +24,10 @@ type Lever struct {
 	Why         string `json:"why"`
 	Cost        string `json:"cost,omitempty"`
 	EnvoyFilter string `json:"envoyfilter"`
-	Preview     string `json:"preview"`
+	// Envoy names the Envoy fields to set where the gateway is not Istio's, so no EnvoyFilter
+	// reaches it.
+	Envoy   string `json:"envoy,omitempty"`
+	Preview string `json:"preview"`
 }
 
 const (
@@ -37,7 +42,7 @@ const (
 	knobExact   = "listener.connection_balance_config.exact_balance"
 )
 
-func rotationText(f *InForce, r Rotation) string {
+func rotationText(f *InForce, r Rotation, period string) string {
 	var parts []string
 	if f != nil {
 		if f.MaxRequestsPerConnection > 0 {
@@ -57,11 +62,11 @@ func rotationText(f *InForce, r Rotation) string {
 	}
 	switch {
 	case r.MaxRequestsReached > 0:
-		parts = append(parts, fmt.Sprintf("downstream_cx_max_requests_reached rose by %d (requests at or over the limit)", int(r.MaxRequestsReached)))
+		parts = append(parts, fmt.Sprintf("downstream_cx_max_requests_reached rose by %d %s (requests at or over the limit)", int(r.MaxRequestsReached), period))
 	case r.MaxDurationReached > 0:
-		parts = append(parts, fmt.Sprintf("downstream_cx_max_duration_reached rose by %d", int(r.MaxDurationReached)))
+		parts = append(parts, fmt.Sprintf("downstream_cx_max_duration_reached rose by %d %s", int(r.MaxDurationReached), period))
 	default:
-		parts = append(parts, "no rotation counter moved in the window")
+		parts = append(parts, "no rotation counter moved "+period)
 	}
 	return strings.Join(parts, "; ")
 }
@@ -151,7 +156,7 @@ func chooseLever(r *Report, w *Window, placedBeyond bool) *Lever {
 		}
 	}
 	if l != nil && l.Knob != "" {
-		l.EnvoyFilter, l.Preview = patch(l.Knob, l.Value, w)
+		setPatch(l, w, "gateway-rotation", map[string]string{l.Knob: l.Value}, "")
 	}
 	return l
 }
@@ -189,10 +194,30 @@ func hotWorkers(r *Report) string {
 
 func exact(f *InForce) bool { return f != nil && f.ExactBalance }
 
-// patch renders the EnvoyFilter that sets one knob on a gateway whose listener binds the port
-// the stats name, and the command that tries it in the lab first.
-func patch(path, value string, w *Window) (string, string) {
-	return Patch("gateway-rotation", "diagnose", path, value, w.Names.Listener, "")
+// setPatch gives the lever the EnvoyFilter that sets its knobs on an Istio gateway whose
+// listener binds the port the stats name, or on another Envoy-based gateway the Envoy fields
+// to set through its own config; and the command that tries them in the lab first.
+func setPatch(l *Lever, w *Window, name string, set map[string]string, scenario string) {
+	l.EnvoyFilter, l.Preview = PatchKnobs(name, "diagnose", set, w.Names.Listener, scenario)
+	if strings.HasPrefix(w.Names.HCMPrefix, "outbound_") {
+		return // Istio names its gateway's connection managers outbound_<address>_<port>
+	}
+	l.EnvoyFilter = ""
+	var fields []string
+	for _, path := range slices.Sorted(maps.Keys(set)) {
+		what, field, _ := strings.Cut(path, ".")
+		owner := "the listener's"
+		if what == "hcm" {
+			owner = "its HTTP connection manager's"
+		}
+		fields = append(fields, fmt.Sprintf("%s %s: %s", owner, field, set[path]))
+	}
+	hcm := fmt.Sprintf("its connection manager is %q, not Istio's outbound_<address>_<port>", w.Names.HCMPrefix)
+	if w.Names.HCMPrefix == "" {
+		hcm = "its listener has no HTTP connection manager"
+	}
+	l.Envoy = fmt.Sprintf("not an Istio gateway (%s), so an EnvoyFilter does not reach it: on listener %s set %s through the gateway's own configuration (Envoy Gateway: an EnvoyPatchPolicy; a static Envoy: its bootstrap)",
+		hcm, w.Names.Listener, strings.Join(fields, ", "))
 }
 
 // Patch renders an EnvoyFilter named name that sets one knob on a gateway whose listener is
@@ -217,8 +242,8 @@ func PatchKnobs(name, origin string, set map[string]string, listener, scenario s
 	}
 	sort.Strings(paths)
 	t := envoyfilter.DefaultTarget
-	if _, port, ok := strings.Cut(listener, "_"); ok {
-		if p, err := strconv.Atoi(port); err == nil {
+	if i := strings.LastIndexByte(listener, '_'); i >= 0 { // 0.0.0.0_80, [__]_8080
+		if p, err := strconv.Atoi(listener[i+1:]); err == nil {
 			t.Port = p
 		}
 	}
@@ -261,6 +286,6 @@ func streamsLever(r *Report, w *Window, placedBeyond bool) *Lever {
 	}
 	l := &Lever{Knob: knobStreamDuration, Value: streamLife, Why: why,
 		Cost: "every stream reopened once a minute: a new request through the filter chain, and a gap the client's retry covers"}
-	l.EnvoyFilter, l.Preview = PatchKnobs("gateway-streams", "diagnose", set, w.Names.Listener, "19-streams-duration")
+	setPatch(l, w, "gateway-streams", set, "19-streams-duration")
 	return l
 }

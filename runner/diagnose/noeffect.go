@@ -54,7 +54,7 @@ func streamMix(w *Window, r *Report) *StreamMix {
 	if m.MeanLifeS < 0 {
 		life = "they all outlive it"
 	}
-	m.Text = fmt.Sprintf("%.0f stream(s) in flight at the end, %.0f began in the %s window: %s", m.Active, m.Started, w.Span.Round(1e9), life)
+	m.Text = fmt.Sprintf("%.0f stream(s) in flight at the end, %.0f began %s: %s", m.Active, m.Started, w.period(), life)
 	if m.LongLived {
 		m.Text += "; long-lived streams (a watch, a feed, a long poll)"
 	}

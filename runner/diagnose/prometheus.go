@@ -34,9 +34,10 @@ type PromSource struct {
 	Pick stats.Pick
 }
 
-// gatewayFamilies are the Envoy families diagnose reads, as Istio names them.
+// gatewayFamilies are the Envoy families diagnose reads, under Istio's names and Envoy's
+// default tags alike (stats.Normalize reads both).
 const gatewayFamilies = `envoy_http_downstream_(cx_total|cx_http2_total|cx_active|rq_total|rq_active|cx_max_requests_reached|cx_max_duration_reached|cx_drain_close|cx_destroy|cx_protocol_error|cx_length_ms_bucket|rq_max_duration_reached|cx_tx_bytes_total)` +
-	`|envoy_listener_worker_([0-9]+_)?downstream_cx_(total|active)|envoy_listener_downstream_cx_(total|active)|envoy_server_(concurrency|uptime)`
+	`|envoy_listener_worker_([0-9]+_)?downstream_cx_(total|active)|envoy_listener_downstream_cx_(total|active)|envoy_server_(concurrency|uptime)|envoy_listener_http_downstream_rq_completed`
 
 // Window queries the range.
 func (p PromSource) Window(ctx context.Context) (*Window, error) {

@@ -11,7 +11,15 @@ import (
 
 // WriteText prints the report for a terminal.
 func WriteText(w io.Writer, r *Report) {
-	fmt.Fprintf(w, "diagnose: %s (window %.0fs)\n", r.Source, r.SpanS)
+	if r.SinceStart {
+		up := ""
+		if r.SpanS > 0 {
+			up = fmt.Sprintf(", up to %.0fs", r.SpanS)
+		}
+		fmt.Fprintf(w, "diagnose: %s (counters since the Envoy started%s)\n", r.Source, up)
+	} else {
+		fmt.Fprintf(w, "diagnose: %s (window %.0fs)\n", r.Source, r.SpanS)
+	}
 	fmt.Fprintf(w, "VERDICT  %s\n         %s\n", strings.ToUpper(r.Verdict), r.Summary)
 	if len(r.Pods) > 0 {
 		fmt.Fprintf(w, "\n%-44s %6s %7s %7s %9s %8s %8s %8s %9s %6s\n", "pod", "seen", "opened", "active", "requests", "rps", "streams", "workers", "worker CV", "cpu")
@@ -28,16 +36,38 @@ func WriteText(w io.Writer, r *Report) {
 				p.Requests, p.RPS, p.Streams, p.Workers, p.WorkerCV, cpu, mark)
 		}
 	}
+	for _, p := range r.Pods {
+		if len(p.WorkerConns) > 0 {
+			fmt.Fprintf(w, "\nworkers      %s: connections each took: %s\n", p.Name, workerConnsText(p.WorkerConns))
+		}
+	}
 	if r.Verdict == NotEnoughData && len(r.Pods) < 2 {
 		writeNotes(w, r)
 		return
 	}
-	fmt.Fprintf(w, "\nconnections  %d seen (%d opened in the window, %d open at its end, %d older than it); %.0f requests per connection; %.1f in flight per open connection\n",
-		int(r.Connections), int(r.ConnectionsOpened), int(r.ConnectionsActive), int(r.OlderThanWindow), r.RequestsPerConn, r.StreamsPerConn)
+	perConn := fmt.Sprintf("; %.0f requests per connection; %.1f in flight per open connection", r.RequestsPerConn, r.StreamsPerConn)
+	if r.LoadUnit == "connections" {
+		perConn = " (a TCP proxy counts no requests)"
+	}
+	if r.SinceStart {
+		fmt.Fprintf(w, "\nconnections  %d since the Envoy started, %d open now%s\n", int(r.Connections), int(r.ConnectionsActive), perConn)
+	} else {
+		fmt.Fprintf(w, "\nconnections  %d seen (%d opened in the window, %d open at its end, %d older than it)%s\n",
+			int(r.Connections), int(r.ConnectionsOpened), int(r.ConnectionsActive), int(r.OlderThanWindow), perConn)
+	}
 	if r.ClosedLifetimeP50 > 0 {
 		fmt.Fprintf(w, "             connections that closed had lived p50 %s, p99 %s (downstream_cx_length_ms)\n", ms(r.ClosedLifetimeP50), ms(r.ClosedLifetimeP99))
 	}
 	fmt.Fprintf(w, "rotation     %s\n", r.Rotation.Text)
+	if f := r.InForce; f != nil {
+		fmt.Fprintf(w, "in force     %s\n", inForceText(f))
+		if len(f.Disagree) > 0 {
+			fmt.Fprintf(w, "disagree     the pods of one gateway run different config, so one missed an update or a rollout is half done (on Istio, istioctl proxy-status shows which proxy is STALE):\n")
+		}
+		for _, d := range f.Disagree {
+			fmt.Fprintf(w, "             %s\n", d)
+		}
+	}
 	for _, y := range r.Young {
 		fmt.Fprintf(w, "young pod    %s\n", y.Text)
 	}
@@ -64,13 +94,29 @@ func WriteText(w io.Writer, r *Report) {
 			if l.Cost != "" {
 				fmt.Fprintf(w, "             cost: %s\n", l.Cost)
 			}
-			fmt.Fprintf(w, "             try it in the lab first: %s\n             the EnvoyFilter that sets it:\n", l.Preview)
-			for _, line := range strings.Split(strings.TrimRight(l.EnvoyFilter, "\n"), "\n") {
-				fmt.Fprintf(w, "               %s\n", line)
+			fmt.Fprintf(w, "             try it in the lab first: %s\n", l.Preview)
+			if l.Envoy != "" {
+				fmt.Fprintf(w, "             on this gateway: %s\n", l.Envoy)
+			}
+			if l.EnvoyFilter != "" {
+				fmt.Fprintf(w, "             the EnvoyFilter that sets it:\n")
+				for _, line := range strings.Split(strings.TrimRight(l.EnvoyFilter, "\n"), "\n") {
+					fmt.Fprintf(w, "               %s\n", line)
+				}
 			}
 		}
 	}
 	writeNotes(w, r)
+}
+
+// workerConnsText lists each worker's connections and share ("worker_0 3169 (49%)").
+func workerConnsText(counts []float64) string {
+	total := sum(counts)
+	parts := make([]string, len(counts))
+	for i, c := range counts {
+		parts[i] = fmt.Sprintf("worker_%d %.0f (%.0f%%)", i, c, 100*c/math.Max(1, total))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func writeNotes(w io.Writer, r *Report) {

@@ -46,6 +46,10 @@ func Sample(ctx context.Context, source string, pods []string, a Admins, d time.
 	if err != nil {
 		return nil, err
 	}
+	if still(w.Pods) {
+		// The readings are the counters themselves (Prometheus gives increases instead).
+		w.sinceStart()
+	}
 	if cpu != nil {
 		cpuPost, err := cpuPages(ctx, cpu)
 		if err = errors.Join(cpuErr, err); err != nil {
@@ -66,25 +70,22 @@ func Sample(ctx context.Context, source string, pods []string, a Admins, d time.
 			}
 		}
 	}
-	var read int
+	var dumps []podConfig
 	for _, pod := range pods {
 		dump, err := a.Get(ctx, pod, "/config_dump")
 		if err != nil {
 			w.Missing = append(w.Missing, fmt.Sprintf("%s /config_dump: %v", pod, err))
 			continue
 		}
-		f, err := inForce(dump, w.Names.HCMPrefix)
+		c, err := stats.ReadInForce(dump, w.Names.HCMPrefix)
 		if err != nil {
 			w.Missing = append(w.Missing, pod+": "+err.Error())
 			continue
 		}
-		read++
-		if w.InForce == nil {
-			w.InForce = f
-		}
+		dumps = append(dumps, podConfig{pod, c})
 	}
-	if w.InForce != nil {
-		w.InForce.Pods = read
+	if w.InForce, err = inForce(dumps); err != nil {
+		return nil, err
 	}
 	return w, nil
 }

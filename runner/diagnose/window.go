@@ -33,6 +33,10 @@ type Window struct {
 	CPU map[string]stats.CPU `json:"cpu,omitempty"`
 	// Missing says what could not be read and why, in the user's terms.
 	Missing []string `json:"missing,omitempty"`
+	// SinceStart says the counters are those since each Envoy started: none moved between
+	// the two readings (an idle gateway, or a page that does not change), so the spread is
+	// judged on what the pods counted over their lives and Span is the longest uptime.
+	SinceStart bool `json:"since_start,omitempty"`
 }
 
 // PodWindow is one pod over the window: its stats at the start and at the end.
@@ -42,16 +46,6 @@ type PodWindow struct {
 	Delta     stats.Pod `json:"-"`
 	Restarted bool      `json:"restarted,omitempty"`
 	Workers   int       `json:"workers"`
-}
-
-// InForce is the rotation and caps the gateway's listener runs with, from /config_dump.
-type InForce struct {
-	MaxConcurrentStreams     uint32        `json:"max_concurrent_streams,omitempty"`
-	MaxRequestsPerConnection uint32        `json:"max_requests_per_connection,omitempty"`
-	MaxConnectionDuration    time.Duration `json:"max_connection_duration_ns,omitempty"`
-	MaxStreamDuration        time.Duration `json:"max_stream_duration_ns,omitempty"`
-	ExactBalance             bool          `json:"exact_balance,omitempty"`
-	Pods                     int           `json:"pods_read"`
 }
 
 // windowFrom builds a window from two readings per pod, matched by pod name, under names
@@ -90,10 +84,54 @@ func windowFrom(source string, pre, post []stats.Snapshot, span time.Duration, p
 	return w, nil
 }
 
+// period names the span the counters cover, for the report's sentences.
+func (w *Window) period() string {
+	if w.SinceStart {
+		if w.Span > 0 {
+			return fmt.Sprintf("since the Envoy started (up to %s)", w.Span)
+		}
+		return "since the Envoy started"
+	}
+	return fmt.Sprintf("in the %s window", w.Span.Round(time.Second))
+}
+
+// still reports whether no counter the verdict reads moved between the two readings.
+func still(pods []PodWindow) bool {
+	for _, p := range pods {
+		d := p.Delta
+		if p.Restarted || d.CxTotal > 0 || d.RqTotal > 0 || d.LCxTotal > 0 || d.TxBytes > 0 || sum(values(d.WorkerCx)) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// sinceStart puts the counters since each Envoy started in place of a still window's: Envoy's
+// counters start at zero with the process (server.uptime counts from then), so they are what
+// it placed over its life. Gauges (open connections, streams in flight) stay the last reading's.
+func (w *Window) sinceStart() {
+	var up float64
+	for i := range w.Pods {
+		p := &w.Pods[i]
+		p.Pre = stats.Pod{}
+		p.Delta, _ = stats.Delta(stats.Pod{}, p.Post)
+		up = max(up, p.Post.Uptime)
+	}
+	life := "since each Envoy started (server.uptime is not exported, so rates are not known)"
+	if up > 0 {
+		life = fmt.Sprintf("since each Envoy started, at most %s ago (server.uptime)", time.Duration(up)*time.Second)
+		w.Span = time.Duration(up) * time.Second
+	} else {
+		w.Span = 0
+	}
+	w.SinceStart = true
+	w.Missing = append(w.Missing, "no counter moved between the two readings (an idle gateway, or a page that does not change): judged on the counters "+life)
+}
+
 // workersMissing says which per-worker stats are missing and how to turn them on.
 func workersMissing(listener string) string {
 	return fmt.Sprintf("per-worker stats not exposed: no listener.%s.worker_<N>.downstream_cx_total or _active (envoy_listener_worker_<N>_downstream_cx_total, or envoy_listener_worker_downstream_cx_total{envoy_worker_id=...} under Envoy's default tags), so the spread over workers is not measured. "+
-		"Envoy makes them for every listener; a stats matcher dropped them. On Istio, add \"listener\\\\..*\" to proxyStatsMatcher.inclusionRegexps in the proxy.istio.io/config annotation (or meshConfig.defaultConfig) and restart the pods; "+
+		"Envoy makes them for every listener; a stats matcher dropped them. On Istio, add the regex listener\\..* to proxyStatsMatcher.inclusionRegexps in the proxy.istio.io/config annotation (or meshConfig.defaultConfig) and restart the pods; "+
 		"on plain Envoy (and gateways built on it), let stats_config.stats_matcher include ^listener\\..*\\.worker_", listener)
 }
 

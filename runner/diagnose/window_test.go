@@ -41,7 +41,8 @@ func TestNamesMissingWorkerStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := Judge(w); r.Verdict != FewConnections || !strings.Contains(strings.Join(r.Notes, " "), `worker spread not measured; add listener\..* to the gateway's proxyStatsMatcher`) {
+	if r := Judge(w); r.Verdict != FewConnections || !strings.Contains(strings.Join(r.Notes, " "), `per-worker stats not exposed: no listener.0.0.0.0_80.worker_<N>.downstream_cx_total`) ||
+		!strings.Contains(strings.Join(r.Notes, " "), `add the regex listener\..* to proxyStatsMatcher.inclusionRegexps`) {
 		t.Errorf("%s; notes %q", r.Verdict, r.Notes)
 	}
 }

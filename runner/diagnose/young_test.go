@@ -35,7 +35,7 @@ func TestYoungPodsAfterAScaleOut(t *testing.T) {
 		}, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Judge(&Window{Span: 30 * time.Second, Pods: tc.pods})
+			r := Judge(&Window{Span: 30 * time.Second, Pods: tc.pods, Names: stats.Names{HCMPrefix: "outbound_0.0.0.0_80", Listener: "0.0.0.0_80"}})
 			var got []string
 			for _, y := range r.Young {
 				got = append(got, y.Name)

@@ -13,7 +13,9 @@ const HCMFilter = "envoy.filters.network.http_connection_manager"
 
 // GatewayListener finds, in an Envoy admin's /config_dump, the active listener whose HTTP
 // connection manager has the stat prefix (any outbound_ one when prefix is ""), and returns
-// the listener and its connection manager's typed_config as decoded JSON.
+// the listener and its connection manager's typed_config as decoded JSON. Listeners from xDS
+// (dynamic_listeners, as Istio's) and from the bootstrap (static_listeners, as a plain
+// Envoy's) are both read (envoy.admin.v3.ListenersConfigDump).
 func GatewayListener(dump []byte, prefix string) (listener, hcm map[string]any, err error) {
 	var doc struct {
 		Configs []struct {
@@ -22,23 +24,33 @@ func GatewayListener(dump []byte, prefix string) (listener, hcm map[string]any, 
 					Listener map[string]any `json:"listener"`
 				} `json:"active_state"`
 			} `json:"dynamic_listeners"`
+			Static []struct {
+				Listener map[string]any `json:"listener"`
+			} `json:"static_listeners"`
 		} `json:"configs"`
 	}
 	if err := json.Unmarshal(dump, &doc); err != nil {
 		return nil, nil, fmt.Errorf("reading /config_dump: %w", err)
 	}
+	var all []map[string]any
 	for _, c := range doc.Configs {
 		for _, l := range c.Listeners {
-			hcm := listenerHCM(l.Active.Listener)
-			if hcm == nil {
-				continue
-			}
-			sp, _ := hcm["stat_prefix"].(string)
-			if (prefix != "" && sp != prefix) || (prefix == "" && !strings.HasPrefix(sp, "outbound_")) {
-				continue
-			}
-			return l.Active.Listener, hcm, nil
+			all = append(all, l.Active.Listener)
 		}
+		for _, l := range c.Static {
+			all = append(all, l.Listener)
+		}
+	}
+	for _, l := range all {
+		hcm := listenerHCM(l)
+		if hcm == nil {
+			continue
+		}
+		sp, _ := hcm["stat_prefix"].(string)
+		if (prefix != "" && sp != prefix) || (prefix == "" && !strings.HasPrefix(sp, "outbound_")) {
+			continue
+		}
+		return l, hcm, nil
 	}
 	return nil, nil, fmt.Errorf("/config_dump has no gateway listener with an HTTP connection manager (stat prefix %q)", prefix)
 }
@@ -95,24 +107,107 @@ func lookupPath(root map[string]any, path string) (any, bool) {
 
 // MissingKnobs reports the knobs of k that a pod's /config_dump does not show (yet) on the
 // gateway listener whose connection manager has the stat prefix (see GatewayListener), each
-// as "path=want (dump: got)", with <nil> for a field the dump does not have at all.
+// as "path=want (dump: got)". A field the dump leaves out runs at its default (ReadInForce):
+// a knob asked for at its default is in force without it.
 func MissingKnobs(dump []byte, k stacks.Knobs, prefix string) ([]string, error) {
-	dumped, err := KnobsInForce(dump, prefix)
+	c, err := ReadInForce(dump, prefix)
 	if err != nil {
 		return nil, err
 	}
 	var missing []string
 	for _, kv := range k.Set() {
-		spec, _ := stacks.Lookup(kv.Path)
-		if got, set := spec.Get(&dumped); !set || got != kv.Value {
-			shown := "<nil>"
-			if set {
-				shown = got
+		got := c.Knob(kv.Path)
+		if got.Value != kv.Value {
+			shown := got.Value
+			if !got.Set {
+				shown = "not set, so " + got.Value
 			}
 			missing = append(missing, fmt.Sprintf("%s=%s (dump: %s)", kv.Path, kv.Value, shown))
 		}
 	}
 	return missing, nil
+}
+
+// ConfigInForce is what a pod's /config_dump says its gateway listener runs with: every knob
+// of the registry, set or at the default of the pod's Envoy release.
+type ConfigInForce struct {
+	// Envoy is the version the bootstrap reports (node.user_agent_build_version: "1.28.8"),
+	// "" where the dump has none; Release is the modelled release whose defaults apply.
+	Envoy   string              `json:"envoy,omitempty"`
+	Release stacks.EnvoyRelease `json:"-"`
+	Set     stacks.Knobs        `json:"-"`
+	Knobs   []KnobInForce       `json:"knobs"`
+}
+
+// KnobInForce is one knob in force: the value the dump sets, or its default.
+type KnobInForce struct {
+	Path  string `json:"path"`
+	Value string `json:"value"`
+	Set   bool   `json:"set"`
+}
+
+// Knob returns the knob at path (its zero value for a path that is no knob).
+func (c ConfigInForce) Knob(path string) KnobInForce {
+	for _, k := range c.Knobs {
+		if k.Path == path {
+			return k
+		}
+	}
+	return KnobInForce{Path: path}
+}
+
+// ReadInForce reads every knob in force on the gateway listener from a /config_dump: those it
+// sets, and for the rest the default of the Envoy release its bootstrap names (stacks.ReleaseFor;
+// the lab's own release where it names none). A dump that sets no HTTP/2 option, as Istio's
+// gateways run by default, reads as all defaults.
+func ReadInForce(dump []byte, prefix string) (ConfigInForce, error) {
+	set, err := KnobsInForce(dump, prefix)
+	if err != nil {
+		return ConfigInForce{}, err
+	}
+	c := ConfigInForce{Envoy: EnvoyVersion(dump), Set: set}
+	c.Release = stacks.ReleaseFor(c.Envoy)
+	for _, spec := range stacks.Registry {
+		k := KnobInForce{Path: spec.Path}
+		k.Value, k.Set = spec.Get(&set)
+		if !k.Set {
+			k.Value = spec.Default
+			if v, ok := c.Release.Defaults[spec.Path]; ok {
+				k.Value = v
+			}
+		}
+		c.Knobs = append(c.Knobs, k)
+	}
+	return c, nil
+}
+
+// EnvoyVersion is the Envoy version a /config_dump's bootstrap reports
+// (envoy.config.core.v3.Node.user_agent_build_version), "" where it reports none.
+func EnvoyVersion(dump []byte) string {
+	var doc struct {
+		Configs []struct {
+			Bootstrap struct {
+				Node struct {
+					Build struct {
+						Version *struct {
+							Major int `json:"major_number"`
+							Minor int `json:"minor_number"`
+							Patch int `json:"patch"`
+						} `json:"version"`
+					} `json:"user_agent_build_version"`
+				} `json:"node"`
+			} `json:"bootstrap"`
+		} `json:"configs"`
+	}
+	if json.Unmarshal(dump, &doc) != nil {
+		return ""
+	}
+	for _, c := range doc.Configs {
+		if v := c.Bootstrap.Node.Build.Version; v != nil {
+			return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch)
+		}
+	}
+	return ""
 }
 
 // PushInForce is the config push generation the gateway listener's connection manager

@@ -84,10 +84,9 @@ func Discover(snaps []Snapshot, clusterHint string) (Names, error) {
 // DiscoverAny finds the names on any Envoy by their role, for diagnose: the connection manager
 // that carries the traffic (an Istio gateway's outbound_ one; otherwise the one with the most
 // requests and connections that is not the proxy's own: Envoy Gateway's http-10080, Contour's
-// and Emissary's ingress_http, Gloo's http), and the listener that takes it (the one an Istio
-// prefix names; otherwise the one with the most connections). pick names either instead. A
-// page with no traffic connection manager (a TCP proxy: Consul's default public listener) has
-// an empty HCMPrefix; one with no listener at all is an error.
+// and Emissary's ingress_http, Gloo's http), and the listener that takes it (trafficListener).
+// pick names either instead. A page with no traffic connection manager (a TCP proxy: Consul's
+// default public listener) has an empty HCMPrefix; one with no listener at all is an error.
 func DiscoverAny(snaps []Snapshot, pick Pick) (Names, error) {
 	if n, err := Discover(snaps, ""); err == nil && pick == (Pick{}) {
 		return n, nil
@@ -120,15 +119,65 @@ func DiscoverAny(snaps []Snapshot, pick Pick) (Names, error) {
 			return n, fmt.Errorf("no listener %q in the stats (there are: %s)", pick.Listener, keysText(listeners))
 		}
 		n.Listener = pick.Listener
-	case strings.HasPrefix(n.HCMPrefix, "outbound_") && listeners[strings.TrimPrefix(n.HCMPrefix, "outbound_")] > 0:
-		n.Listener = strings.TrimPrefix(n.HCMPrefix, "outbound_")
 	default:
-		n.Listener = best(listeners, func(string) bool { return true })
+		n.Listener = trafficListener(snaps, n.HCMPrefix, listeners)
 	}
 	if n.HCMPrefix == "" && n.Listener == "" {
 		return n, fmt.Errorf("no connection manager (envoy_http_downstream_rq_total) and no listener (envoy_listener_downstream_cx_total) stats found, under Istio's tag names or Envoy's; does the stats matcher drop them? (Istio's default proxyStatsMatcher does: include http.* and listener.*)")
 	}
 	return n, nil
+}
+
+// hcmListeners is the family that ties a connection manager to its listener: Envoy counts
+// every HCM's completed requests again per listener, in listener.<address>.http.<stat_prefix>.
+// (source/common/http/conn_manager_impl.cc, ConnectionManagerImpl::generateListenerStats).
+const hcmListeners = "envoy_listener_http_downstream_rq_completed"
+
+// trafficListener picks the listener that takes the traffic, by the first rule that names one:
+// the listener an Istio outbound_ prefix is named after; the listeners hcm runs on
+// (hcmListeners), the one with the most connections; a listener on the port hcm's name ends
+// in (Envoy Gateway's http-10080); otherwise the one with the most connections among those that
+// run none of the proxy's own connection managers (Consul's metrics listener on :20200 can
+// take more connections than a quiet service).
+func trafficListener(snaps []Snapshot, hcm string, listeners map[string]float64) string {
+	if l, ok := strings.CutPrefix(hcm, "outbound_"); ok && listeners[l] > 0 {
+		return l
+	}
+	own, runs := map[string]bool{}, map[string]bool{}
+	for _, s := range snaps {
+		f := s.Families[hcmListeners]
+		for _, m := range f.GetMetric() {
+			var prefix, addr string
+			for _, lp := range m.GetLabel() {
+				switch lp.GetName() {
+				case "http_conn_manager_prefix":
+					prefix = lp.GetValue()
+				case "listener_address":
+					addr = lp.GetValue()
+				}
+			}
+			if slices.Contains(notGateway, prefix) {
+				own[addr] = true
+			}
+			if hcm != "" && prefix == hcm {
+				runs[addr] = true
+			}
+		}
+	}
+	if l := best(listeners, func(l string) bool { return runs[l] }); l != "" {
+		return l
+	}
+	if i := strings.LastIndexAny(hcm, "_-"); i >= 0 {
+		if port := hcm[i+1:]; port != "" && strings.Trim(port, "0123456789") == "" {
+			if l := best(listeners, func(l string) bool { return strings.HasSuffix(l, "_"+port) }); l != "" {
+				return l
+			}
+		}
+	}
+	if l := best(listeners, func(l string) bool { return !own[l] }); l != "" {
+		return l
+	}
+	return best(listeners, func(string) bool { return true })
 }
 
 // keysText lists a map's keys, sorted.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/igwlab/igwlab/internal/atomicfile"
 	"github.com/igwlab/igwlab/runner/diagnose"
+	"github.com/igwlab/igwlab/runner/stats"
 )
 
 func (e *Env) diagnoseCmd() *cobra.Command {
@@ -35,6 +37,9 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 	fs.StringVar(&k.Selector, "selector", diagnose.LabSelector, "with Kubernetes: the gateway pods' label selector (as kubectl -l takes it)")
 	duration := fs.Duration("duration", 30*time.Second, "with --admin or Kubernetes: how long to watch (the stats are read at the start and the end)")
 	timeout := fs.Duration("timeout", 10*time.Second, "bound on each request to Prometheus, the API server or an admin endpoint (and on opening a port-forward)")
+	var pick stats.Pick
+	fs.StringVar(&pick.HCMPrefix, "hcm", "", "the stat prefix of the HTTP connection manager that carries the traffic (default: found by its role: Istio's outbound_<address>_<port>, else the busiest that is not the proxy's own)")
+	fs.StringVar(&pick.Listener, "listener", "", "the address of the listener that takes the traffic, as its stats name it, e.g. 0.0.0.0_8443 (default: the one the connection manager runs on)")
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
 	htmlOut := fs.String("html", "", "also write a self-contained HTML page of the findings to this file")
 	return func(ctx context.Context, stdout, stderr io.Writer) error {
@@ -42,6 +47,11 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 		kubeSet := slices.ContainsFunc([]string{"kubeconfig", "context", "namespace", "selector"}, func(n string) bool { return fs.Changed(n) })
 		if n := btoi(*promURL != "") + btoi(*admin != "") + btoi(kubeSet); n > 1 {
 			return Usagef("--prometheus, --admin and Kubernetes (--kubeconfig, --context, --namespace, --selector): choose one source")
+		}
+		for flag, v := range map[string]string{"hcm": pick.HCMPrefix, "listener": pick.Listener} {
+			if strings.ContainsAny(v, " \t{}\"") {
+				return Usagef("--%s %q: a stat name holds no spaces, braces or quotes", flag, v)
+			}
 		}
 		if *timeout <= 0 || *timeout > 10*time.Minute {
 			return Usagef("--timeout %s: allowed (0, 10m]", *timeout)
@@ -76,7 +86,7 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 			if !end.After(start) {
 				return Usagef("--start %s is not before --end %s", start.Format(time.RFC3339), end.Format(time.RFC3339))
 			}
-			src = diagnose.PromSource{URL: *promURL, Start: start, End: end, PodLabel: *podLabel, PodRegex: *podRegex, Timeout: *timeout}
+			src = diagnose.PromSource{URL: *promURL, Start: start, End: end, PodLabel: *podLabel, PodRegex: *podRegex, Timeout: *timeout, Pick: pick}
 		case *admin != "":
 			urls, err := diagnose.ParseAdminURLs(*admin)
 			if err != nil {
@@ -87,12 +97,12 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 				return UsageError{err}
 			}
 			fmt.Fprintf(stderr, "diagnose: watching %d admin endpoint(s) for %s\n", len(urls), *duration)
-			src = diagnose.AdminSource{URLs: urls, CAdvisor: cad, Duration: *duration, Timeout: *timeout}
+			src = diagnose.AdminSource{URLs: urls, CAdvisor: cad, Duration: *duration, Timeout: *timeout, Pick: pick}
 		case kubeSet:
 			if e.Lab == nil {
 				return e.HandOn(ctx, "igwlab diagnose through Kubernetes (--kubeconfig, --context, --namespace, --selector)")
 			}
-			k.Duration, k.Timeout = *duration, *timeout
+			k.Duration, k.Timeout, k.Pick = *duration, *timeout, pick
 			s, err := e.Lab.DiagnoseSource(k)
 			if err != nil {
 				return UsageError{err}
