@@ -21,8 +21,12 @@ type KubeOptions struct {
 	Selector   string // a label selector, as kubectl -l takes it
 	// Duration is how long to watch; Timeout bounds each step (listing the pods, opening a
 	// port-forward, one admin request).
-	Duration, Timeout time.Duration // Pick names the traffic's connection manager and listener instead of discovering them.
-	Pick              stats.Pick
+	Duration, Timeout time.Duration
+	// Pick names the traffic's connection manager and listener instead of discovering them.
+	Pick stats.Pick
+	// AdminPort is the pods' Envoy admin port (0: Istio's, 15000; Envoy Gateway, Gloo and
+	// Consul's dataplane bind 19000, Emissary 8001).
+	AdminPort int
 }
 
 // The lab's gateway pods (Istio's gateway chart released as istio-ingressgateway in

@@ -35,6 +35,7 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 	fs.StringVar(&k.Context, "context", "", "with Kubernetes: the kubeconfig's context (default its current one)")
 	fs.StringVar(&k.Namespace, "namespace", diagnose.LabNamespace, "with Kubernetes: the gateway pods' namespace")
 	fs.StringVar(&k.Selector, "selector", diagnose.LabSelector, "with Kubernetes: the gateway pods' label selector (as kubectl -l takes it)")
+	fs.IntVar(&k.AdminPort, "admin-port", 0, "with Kubernetes: the pods' Envoy admin port (default Istio's, 15000; Envoy Gateway, Gloo and Consul's dataplane use 19000, Emissary 8001)")
 	duration := fs.Duration("duration", 30*time.Second, "with --admin or Kubernetes: how long to watch (the stats are read at the start and the end)")
 	timeout := fs.Duration("timeout", 10*time.Second, "bound on each request to Prometheus, the API server or an admin endpoint (and on opening a port-forward)")
 	var pick stats.Pick
@@ -44,7 +45,10 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 	htmlOut := fs.String("html", "", "also write a self-contained HTML page of the findings to this file")
 	return func(ctx context.Context, stdout, stderr io.Writer) error {
 		var src diagnose.Source
-		kubeSet := slices.ContainsFunc([]string{"kubeconfig", "context", "namespace", "selector"}, func(n string) bool { return fs.Changed(n) })
+		kubeSet := slices.ContainsFunc([]string{"kubeconfig", "context", "namespace", "selector", "admin-port"}, func(n string) bool { return fs.Changed(n) })
+		if k.AdminPort < 0 || k.AdminPort > 65535 {
+			return Usagef("--admin-port %d: allowed 1..65535", k.AdminPort)
+		}
 		if n := btoi(*promURL != "") + btoi(*admin != "") + btoi(kubeSet); n > 1 {
 			return Usagef("--prometheus, --admin and Kubernetes (--kubeconfig, --context, --namespace, --selector): choose one source")
 		}

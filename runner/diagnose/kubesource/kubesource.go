@@ -88,7 +88,7 @@ func (p Pods) Window(ctx context.Context) (*diagnose.Window, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := fmt.Sprintf("Kubernetes: %d pod(s) in %s matching %s, Envoy admin :%d through port-forwards", len(names), p.Namespace, p.Selector, kube.AdminPort)
+	src := fmt.Sprintf("Kubernetes: %d pod(s) in %s matching %s, Envoy admin :%d through port-forwards", len(names), p.Namespace, p.Selector, p.adminPort())
 	var cpu diagnose.CAdvisor
 	if nr, ok := p.Reach.(NodeReacher); ok && len(nodes) > 0 {
 		cpu = nodeCAdvisor{p: p, nr: nr, nodes: nodes}
@@ -97,7 +97,7 @@ func (p Pods) Window(ctx context.Context) (*diagnose.Window, error) {
 	w, err := diagnose.Sample(ctx, src, names, admins{p}, p.Duration, cpu, p.Pick)
 	if err != nil {
 		return nil, fmt.Errorf("reading the gateway pods' Envoy admin: %w; check that `kubectl%s port-forward -n %s pod/%s %d` works (it needs the pods/portforward permission, and the API server reaching the kubelet on the pod's node)",
-			err, kubectlFlags(p.KubeOptions), p.Namespace, names[0], kube.AdminPort)
+			err, kubectlFlags(p.KubeOptions), p.Namespace, names[0], p.adminPort())
 	}
 	w.Missing = append(skipped, w.Missing...)
 	return w, nil
@@ -180,13 +180,21 @@ func kubectlFlags(o diagnose.KubeOptions) string {
 	return s
 }
 
+// adminPort is the pods' Envoy admin port: the option's, or Istio's (15000).
+func (p Pods) adminPort() int {
+	if p.AdminPort > 0 {
+		return p.AdminPort
+	}
+	return kube.AdminPort
+}
+
 // admins reaches each pod's Envoy admin through Reach, each request bounded by Timeout.
 type admins struct{ p Pods }
 
 func (a admins) Get(ctx context.Context, pod, path string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.p.Timeout)
 	defer cancel()
-	return a.p.Reach.Get(ctx, a.p.Namespace, pod, kube.AdminPort, path)
+	return a.p.Reach.Get(ctx, a.p.Namespace, pod, a.p.adminPort(), path)
 }
 
 // nodeCAdvisor reads the pods' nodes' /metrics/cadvisor through the API server's node proxy.

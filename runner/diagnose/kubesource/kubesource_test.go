@@ -94,6 +94,13 @@ func TestFindingPodsSaysWhatToCheck(t *testing.T) {
 			return err
 		}, c.want...)
 	}
+	// A gateway that is not Istio's has its admin elsewhere: --admin-port reaches it there.
+	o := options()
+	o.Context, o.AdminPort = "lab", 19000
+	saysInTime(t, "admin port", func() error {
+		_, err := Pods{KubeOptions: o, Find: listed{pods: []corev1.Pod{pod("gw-a", corev1.PodRunning)}}, Reach: refusing{}, Server: "https://apiserver"}.Window(context.Background())
+		return err
+	}, "port-forward to istio-ingress/gw-a:19000", "kubectl --context lab port-forward -n istio-ingress pod/gw-a 19000")
 }
 
 // saysInTime runs a window that must fail within a few seconds, with an error saying each of want.
