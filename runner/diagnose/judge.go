@@ -97,8 +97,8 @@ type PodRow struct {
 	// WorkerConns are the connections each worker took, when the verdict is on one pod's
 	// workers.
 	WorkerConns []float64 `json:"worker_connections,omitempty"`
-	CPUCores  float64 `json:"cpu_cores,omitempty"`
-	Restarted bool    `json:"restarted,omitempty"`
+	CPUCores    float64   `json:"cpu_cores,omitempty"`
+	Restarted   bool      `json:"restarted,omitempty"`
 }
 
 // Rotation is what rotates connections, as far as the gateway shows it.
