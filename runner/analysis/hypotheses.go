@@ -163,6 +163,16 @@ func Evaluate(runs map[string][]*Result, pods int, feeds stacks.Feeds) []Verdict
 	return out
 }
 
+// CheckTitle is the title the evaluation block prints for the call id; false for no such call.
+func CheckTitle(id string) (string, bool) {
+	for _, c := range checks {
+		if c.id == id {
+			return c.title, true
+		}
+	}
+	return "", false
+}
+
 // CheckIDs lists the calls in the order the evaluation block prints them.
 func CheckIDs() []string {
 	out := make([]string, len(checks))

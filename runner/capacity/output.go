@@ -12,8 +12,12 @@ import (
 	"github.com/igwlab/igwlab/runner/report"
 )
 
-func (c *Capacity) header() []string {
-	return []string{"curve", "offered rps", "served rps", c.SLO.Percentile + " ms", "meets " + c.SLO.Text, "send lag p99 ms", "unsent", "connections", "hottest worker"}
+func (c *Capacity) header() []string { return Columns(c.SLO) }
+
+// Columns are the capacity table's columns for an SLO (the docs' tables are checked against
+// them).
+func Columns(slo SLO) []string {
+	return []string{"curve", "offered rps", "served rps", slo.Percentile + " ms", "meets " + slo.Text, "send lag p99 ms", "unsent", "connections", "hottest worker"}
 }
 
 func (c *Capacity) rows() [][]string {

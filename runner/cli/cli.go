@@ -26,6 +26,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return app.Run(ctx, args, stdout, stderr, lab{})
 }
 
+// Tree is igwlab-lab's whole command tree, the local lab's commands and the real lab's: what
+// the command reference is generated from and the docs' command lines are checked against.
+func Tree(stdout, stderr io.Writer) *cobra.Command {
+	return (&app.Env{Stdout: stdout, Stderr: stderr, Lab: lab{}}).Root()
+}
+
 // lab is the real lab's part of the command tree.
 type lab struct{}
 

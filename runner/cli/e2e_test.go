@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,25 +16,12 @@ import (
 	"github.com/igwlab/igwlab/runner/suite/suitetest"
 )
 
-// TestLocalSuiteEndToEnd runs the scenarios behind the lab's robust findings on the local
-// target with the catalog's own local timings, through the command line, and checks the
-// directions the lab claims. Placement is random, so every check is one that holds whatever
-// pods the connections land on.
-func TestLocalSuiteEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end suite run (about 90 s)")
-	}
-	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	only := "01-baseline,02-trigger,02-fortio,03-fortio,04-mrpc,04-fortio,10-rotation,12-grpc-variant"
-	err := Run(context.Background(), []string{"suite", "--target", "local", "--only", only, "--out", out, "--json"}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("suite: %v\n%s", err, stderr.String())
-	}
-	var sum suite.Summary
-	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
-		t.Fatalf("summary JSON: %v\n%s", err, stdout.String())
-	}
+// checkLocalSuite checks, on a local suite run (the newcomer's `make run`, TestNewcomerPath),
+// the directions the lab claims for its robust findings, the files a run writes, and that
+// `igwlab report` redraws its plots. Placement is random, so every check is one that holds
+// whatever pods the connections land on.
+func checkLocalSuite(t *testing.T, sum *suite.Summary, dir string) {
+	t.Helper()
 	if sum.Target != "local" || sum.Pods != 6 || sum.Concurrency != 1 || !sum.Complete {
 		t.Fatalf("summary header %+v", sum)
 	}
@@ -77,11 +63,6 @@ func TestLocalSuiteEndToEnd(t *testing.T) {
 	}
 
 	// The results folder holds what the lab always wrote, plus ours.
-	dir := sum.Dir
-	if dir == "" {
-		entries, _ := os.ReadDir(out)
-		dir = filepath.Join(out, entries[0].Name())
-	}
 	for _, f := range []string{"summary.json", "02-trigger/cv.txt", "02-trigger/worker_cv_per_pod.txt",
 		"02-trigger/timeseries.csv", "02-trigger/h2dial.json", "02-trigger/h2dial.txt", "02-fortio/fortio.json",
 		"12-grpc-variant/grpc.json", "02-trigger/cx_http2_total_per_pod.txt", "02-trigger/scenario.yaml",

@@ -45,7 +45,7 @@ func Run(ctx context.Context, o Options) Report {
 	r = append(r, versionCheck(ctx, o.Tools, "pulumi", pulumistack.MinCLI, pulumiVersion,
 		"install the Pulumi CLI "+pulumistack.MinCLI+" or later (https://www.pulumi.com/docs/install/): older ones only warn when the lab's checks fail"))
 	// The lab runs without kubectl, but every step of the README that looks at it uses it.
-	kubectl := toolCheck(o.Tools, "kubectl", "install kubectl (https://kubernetes.io/docs/tasks/tools/): the README's steps and the lab's messages use it")
+	kubectl := toolCheck(o.Tools, "kubectl", "install kubectl (https://kubernetes.io/docs/tasks/tools/): the real lab's steps in the guide and the lab's messages use it")
 	if kubectl.Status == Fail {
 		kubectl.Status = Warn
 	}

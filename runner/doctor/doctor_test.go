@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,6 +73,33 @@ func TestDoctorReportsWhatAFirstRunWouldHit(t *testing.T) {
 	}
 	if !r.Failed() || r.Err() == nil {
 		t.Error("the report does not fail")
+	}
+	docsShowThisReport(t, b.String())
+}
+
+// docsShowThisReport: the real lab's page shows this test's report as a first run meets it;
+// every line it shows is one the doctor prints here (it leaves out the ports, which differ).
+func docsShowThisReport(t *testing.T, report string) {
+	t.Helper()
+	root, err := infra.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const page = "docs/real-lab.md"
+	text, err := os.ReadFile(filepath.Join(root, page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(text), "```\nok    docker ")
+	if !ok {
+		t.Fatalf("%s shows no doctor report (a block opening with the docker check)", page)
+	}
+	block, _, _ = strings.Cut("ok    docker "+block, "```")
+	lines := strings.Split(report, "\n")
+	for _, l := range strings.Split(strings.TrimRight(block, "\n"), "\n") {
+		if !slices.Contains(lines, l) {
+			t.Errorf("%s shows %q; the doctor prints:\n%s", page, l, report)
+		}
 	}
 }
 

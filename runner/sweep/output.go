@@ -12,15 +12,19 @@ import (
 )
 
 // header and rows are the sweep's table, for the terminal and the report alike.
-func (sw *Sweep) header() []string {
+func (sw *Sweep) header() []string { return Columns(sw.TLS, sw.overTime(), sw.cpu()) }
+
+// Columns are the sweep table's columns: with TLS handshakes, with the over-time measures of a
+// scenario with events, with the pods' CPU (the docs' tables are checked against them).
+func Columns(tls, overTime, cpu bool) []string {
 	h := []string{"value", "CV", "chance (median [95% band])", "against chance", "connections", "drains/s"}
-	if sw.TLS {
+	if tls {
 		h = append(h, "TLS handshakes/s")
 	}
-	if sw.overTime() {
+	if overTime {
 		h = append(h, "balanced after event", "reconnect peak/s", "bursts")
 	}
-	if sw.cpu() {
+	if cpu {
 		h = append(h, "CPU used (cores)", "throttled periods", "throttled s")
 	}
 	return append(h, "p99 ms", "rps", "hottest worker")
