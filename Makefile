@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build bench run test test-short fuzz test-prometheus test-browser test-pulumi test-apiserver test-istio test-h2spec vet fmt tools kube-tools clean
+.PHONY: all build bench run test test-short fuzz test-prometheus test-browser test-pulumi test-apiserver test-apiserver-stack test-apiserver-charts test-istio test-h2spec vet fmt tools kube-tools clean
 
 all: build
 
@@ -61,9 +61,17 @@ test-pulumi: ## the program through the real Pulumi CLI and Automation API in re
 kube-tools: ## kube-apiserver and kube-controller-manager, built once into ~/.cache/igwlab/tools
 	bash hack/kube-tools.sh
 
-test-apiserver: ## the stack against a real kube-apiserver + etcd on loopback, its after-update checks on the emulated pool (needs etcd: apt-get install etcd-server)
+test-apiserver: test-apiserver-stack test-apiserver-charts ## the stack against a real kube-apiserver + etcd on loopback, its after-update checks on the emulated pool (needs etcd: apt-get install etcd-server); its two halves run side by side under make -j
+
+# Each half starts its own kube-apiserver and etcd on free ports and its own Pulumi home, so
+# the two can run at once: they wait on the Pulumi engine and the API server more than on CPU.
+test-apiserver-stack:
 	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" IGWLAB_KUBE_BIN="$$(bash hack/kube-tools.sh)" \
-		$(GO) test -count=1 -timeout 30m -run 'TestAPIServerTier' ./runner/cli/
+		$(GO) test -count=1 -timeout 30m -run '^TestAPIServerTier(|Hooks|Diagnose)$$' ./runner/cli/
+
+test-apiserver-charts:
+	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" IGWLAB_KUBE_BIN="$$(bash hack/kube-tools.sh)" \
+		$(GO) test -count=1 -timeout 30m -run '^TestAPIServerTierWithIstioCharts$$' ./runner/cli/
 
 # A nested module: Istio 1.27's dependencies conflict with the program's (see infra/istioproof).
 test-istio: ## Istio 1.27.9's own charts (Helm SDK, then a real kube-apiserver) and control plane on what the program renders

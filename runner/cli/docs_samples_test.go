@@ -337,7 +337,7 @@ func TestDocsScenarioExample(t *testing.T) {
 	}
 	out := t.TempDir()
 	stdout.Reset()
-	if err := Run(context.Background(), []string{"suite", "--target", "local", "--catalog", write(body), "--only", id, "--out", out, "--json"}, &stdout, &stderr); err != nil {
+	if err := Run(context.Background(), []string{"suite", "--target", "local", "--catalog", write(body), "--only", id, "--duration", "2s", "--out", out, "--json"}, &stdout, &stderr); err != nil {
 		t.Fatalf("suite: %v\n%s", err, tail(stderr.String(), 20))
 	}
 	var sum suite.Summary

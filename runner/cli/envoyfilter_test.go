@@ -21,7 +21,7 @@ import (
 // client dial five connections for its 500 streams), and what the lab does not model is named.
 func TestEnvoyFilterFilesRunTheirKnobs(t *testing.T) {
 	if testing.Short() {
-		t.Skip("three suite runs on the local target (about 40 s)")
+		t.Skip("three suite runs of a 2 s window on the local target")
 	}
 	for _, c := range []struct {
 		file       string
@@ -47,7 +47,7 @@ func TestEnvoyFilterFilesRunTheirKnobs(t *testing.T) {
 			path := testutil.RealFixture(t, c.file)
 			out := t.TempDir()
 			var stdout, stderr bytes.Buffer
-			if err := Run(context.Background(), []string{"suite", "--target", "local", "--only", "02-trigger", "--envoyfilter", path, "--out", out, "--json"}, &stdout, &stderr); err != nil {
+			if err := Run(context.Background(), []string{"suite", "--target", "local", "--only", "02-trigger", "--duration", "2s", "--envoyfilter", path, "--out", out, "--json"}, &stdout, &stderr); err != nil {
 				t.Fatalf("suite: %v\n%s", err, stderr.String())
 			}
 			var sum suite.Summary
