@@ -44,9 +44,15 @@ func readFile(t *testing.T, path string) []byte {
 	return b
 }
 
-func diagnoseURL(t *testing.T, url string) (*Report, string) {
+func diagnoseURL(t *testing.T, urls ...string) (*Report, string) {
 	t.Helper()
-	w, err := AdminSource{URLs: []string{url}, Duration: 20 * time.Millisecond}.Window(context.Background())
+	return judged(t, AdminSource{URLs: urls, Duration: 20 * time.Millisecond})
+}
+
+// judged reads one window from src and judges it, logging the report as diagnose prints it.
+func judged(t *testing.T, src Source) (*Report, string) {
+	t.Helper()
+	w, err := src.Window(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,15 +208,7 @@ func TestDiagnoseReadsRealGatewayDumps(t *testing.T) {
 		for _, d := range dumps {
 			urls = append(urls, adminOf(t, page, d))
 		}
-		w, err := AdminSource{URLs: urls, Duration: 20 * time.Millisecond}.Window(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := Judge(w)
-		var text strings.Builder
-		WriteText(&text, r)
-		t.Log("\n" + text.String())
-		return r, text.String()
+		return diagnoseURL(t, urls...)
 	}
 	r, text := watch(dumps...)
 	if f := r.InForce; f == nil || f.Pods != 2 || f.Envoy != "1.28.8" || len(f.Disagree) != 0 || f.MaxConcurrentStreams != 0 {

@@ -34,14 +34,7 @@ func watch(t *testing.T, p *emulator.Pool, cadvisor bool, d time.Duration) *Repo
 	if cadvisor {
 		src.CAdvisor = []string{p.KubeletURL() + "/metrics/cadvisor"}
 	}
-	w, err := src.Window(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := Judge(w)
-	var text strings.Builder
-	WriteText(&text, r)
-	t.Log("\n" + text.String())
+	r, _ := judged(t, src)
 	return r
 }
 
