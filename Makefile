@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build bench run test test-short fuzz test-prometheus test-browser test-pulumi test-apiserver test-apiserver-stack test-apiserver-charts test-istio test-h2spec vet fmt tools kube-tools clean
+.PHONY: all build image bench run test test-short fuzz test-prometheus test-browser test-pulumi test-apiserver test-apiserver-stack test-apiserver-charts test-istio test-h2spec vet fmt tools kube-tools clean
 
 all: build
 
@@ -10,6 +10,14 @@ build: ## bin/igwlab (the local lab), bin/igwlab-lab (the real lab's commands an
 	$(GO) build -o bin/igwlab ./runner/cmd/igwlab
 	$(GO) build -o bin/igwlab-lab ./runner/cmd/igwlab-lab
 	$(GO) build -o bin/h2dial ./h2dial/cmd/h2dial
+
+# The lab's own image for a cluster of yours (igwlab:h2dialImage): built by BuildKit for every
+# architecture the cluster's nodes run (Go cross-compiles on this machine's own: no emulation)
+# and pushed. igwlab doctor checks the pushed image against the nodes.
+PLATFORMS ?= linux/amd64,linux/arm64
+image: ## the lab's image for your cluster: make image IMAGE=registry.example.com/igwlab/h2dial:v1 [PLATFORMS=linux/amd64,linux/arm64]
+	@test -n "$(IMAGE)" || (echo "make image: set IMAGE=REGISTRY/igwlab/h2dial:TAG (a tag other than latest; then pulumi config set igwlab:h2dialImage with it)"; exit 2)
+	docker buildx build --platform $(PLATFORMS) -t $(IMAGE) -f h2dial/Dockerfile --push .
 
 run: ## the whole suite on the local emulated pool; builds bin/igwlab only (no Pulumi or Kubernetes SDK)
 	$(GO) build -o bin/igwlab ./runner/cmd/igwlab
@@ -67,7 +75,7 @@ test-apiserver: test-apiserver-stack test-apiserver-charts ## the stack against 
 # the two can run at once: they wait on the Pulumi engine and the API server more than on CPU.
 test-apiserver-stack:
 	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" IGWLAB_KUBE_BIN="$$(bash hack/kube-tools.sh)" \
-		$(GO) test -count=1 -timeout 30m -run '^TestAPIServerTier(|Hooks|Diagnose)$$' ./runner/cli/
+		$(GO) test -count=1 -timeout 30m -run '^TestAPIServerTier(|Hooks|Diagnose|Doctor)$$' ./runner/cli/
 
 test-apiserver-charts:
 	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" IGWLAB_KUBE_BIN="$$(bash hack/kube-tools.sh)" \

@@ -37,7 +37,7 @@ type Backend struct {
 }
 
 func labels(app string) pulumi.StringMap {
-	return pulumi.StringMap{"app": pulumi.String(app), "app.kubernetes.io/part-of": pulumi.String("igwlab")}
+	return pulumi.StringMap{"app": pulumi.String(app), LabPartOf: pulumi.String(LabName)}
 }
 
 // deployment renders a small Deployment.
@@ -81,7 +81,7 @@ func NewBackend(ctx *pulumi.Context, name string, args *BackendArgs, opts ...pul
 	var err error
 	c.Namespace, err = corev1.NewNamespace(ctx, "backend-ns", &corev1.NamespaceArgs{
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(BackendNamespace), Labels: pulumi.StringMap{
-			"istio.io/dataplane-mode": pulumi.String("ambient"), "app.kubernetes.io/part-of": pulumi.String("igwlab")}},
+			"istio.io/dataplane-mode": pulumi.String("ambient"), LabPartOf: pulumi.String(LabName)}},
 	}, child(c, opts)...)
 	if err != nil {
 		return nil, err
@@ -172,8 +172,15 @@ func NewBackend(ctx *pulumi.Context, name string, args *BackendArgs, opts ...pul
 var kindPrefix = map[string]string{"VirtualService": "vs-", "Gateway": "gw-", "PodMonitor": "pm-"}
 
 // customResource renders a namespaced custom resource with a spec.
+// LabPartOf and LabName mark what the lab creates (app.kubernetes.io/part-of: igwlab): its
+// Prometheus selects the PodMonitors so marked, and the doctor tells them from a cluster's own.
+const (
+	LabPartOf = "app.kubernetes.io/part-of"
+	LabName   = "igwlab"
+)
+
 func customResource(ctx *pulumi.Context, name, apiVersion, kind, ns string, spec map[string]any, opts []pulumi.ResourceOption, extraLabels ...string) (*apiextensions.CustomResource, error) {
-	lbl := pulumi.StringMap{"app.kubernetes.io/part-of": pulumi.String("igwlab")}
+	lbl := pulumi.StringMap{LabPartOf: pulumi.String(LabName)}
 	for i := 0; i+1 < len(extraLabels); i += 2 {
 		lbl[extraLabels[i]] = pulumi.String(extraLabels[i+1])
 	}

@@ -3,8 +3,10 @@ package infra
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -45,6 +47,13 @@ func stackConfig(t *testing.T, path string) (map[string]string, []string, error)
 	for k, v := range plain {
 		conf[k.String()] = v
 	}
+	// The project's defaults under the stack's values, as the CLI merges them
+	// (ValidateStackConfigAndApplyProjectConfig).
+	for k, t := range proj.Config {
+		if _, set := conf[k]; !set && t.Default != nil {
+			conf[k] = fmt.Sprint(t.Default)
+		}
+	}
 	var secrets []string
 	for _, k := range ps.Config.SecureKeys() {
 		secrets = append(secrets, k.String())
@@ -79,15 +88,27 @@ func runProgram(t *testing.T, path string, body pulumi.RunFunc) (int, error) {
 	return len(m.res), progErr
 }
 
-// TestLabStackConfigLoads is the control: the repository's own stack file goes through the
-// same reading and is accepted, so a rejection below is the broken value's doing.
+// TestLabStackConfigLoads is the control: a new stack, with no setting of its own, runs on the
+// project's defaults in Pulumi.yaml through the same reading and is accepted, so a rejection
+// below is the broken value's doing; and those defaults are the program's own.
 func TestLabStackConfigLoads(t *testing.T) {
-	_, err := runProgram(t, filepath.Join("..", "Pulumi.lab.yaml"), func(ctx *pulumi.Context) error {
-		_, err := LoadConfig(ctx)
+	empty := filepath.Join(t.TempDir(), "Pulumi.lab.yaml")
+	if err := os.WriteFile(empty, []byte("config: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var cfg Config
+	_, err := runProgram(t, empty, func(ctx *pulumi.Context) error {
+		var err error
+		cfg, err = LoadConfig(ctx)
 		return err
 	})
 	if err != nil {
-		t.Fatalf("Pulumi.lab.yaml: %v", err)
+		t.Fatalf("Pulumi.yaml's defaults: %v", err)
+	}
+	want := Defaults
+	cfg.GrafanaPassword, want.GrafanaPassword = pulumi.StringOutput{}, pulumi.StringOutput{}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("Pulumi.yaml's defaults differ from the program's:\n%+v\nwant\n%+v", cfg, want)
 	}
 }
 

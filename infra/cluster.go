@@ -22,6 +22,12 @@ type ClusterArgs struct {
 	// Owner marks the cluster as this stack's (project/stack): a cluster of the same name that
 	// the stack did not create is refused, never adopted.
 	Owner string
+	// NodeCPUs and Requested are what the lab asks of the Docker VM (Config.K3dNeeds), and
+	// BuildImages whether the program builds the lab's image: the preflight holds the machine
+	// to them before anything is created.
+	NodeCPUs    int64
+	Requested   Request
+	BuildImages bool
 }
 
 // Cluster is a k3d cluster (1 server, 2 agents, Traefik off, API on 127.0.0.1) made with the
@@ -45,11 +51,29 @@ func k3dScript(args *ClusterArgs) (interpreter []string, env map[string]string) 
 	}
 }
 
+// preflightEnv is the script's environment with what the lab asks of the machine.
+func preflightEnv(args *ClusterArgs, env map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range env {
+		out[k] = v
+	}
+	if args.NodeCPUs > 0 {
+		out["IGWLAB_NEED_NODE_CPUS"] = fmt.Sprint(args.NodeCPUs)
+		out["IGWLAB_REQUEST_MILLICPU"] = fmt.Sprint(args.Requested.CPUMilli)
+		out["IGWLAB_REQUEST_MEMORY"] = fmt.Sprint(args.Requested.MemBytes)
+	}
+	if args.BuildImages {
+		out["IGWLAB_BUILD_IMAGES"] = "1"
+	}
+	return out
+}
+
 // NewCluster checks the machine, then creates the k3d cluster or adopts the one this stack
 // made before.
 //
-// The check runs on every preview and up (an invoke): Docker running, k3d 5.8 or later, the
-// ports free, no same-named cluster that another owner made, and no change to a value the
+// The check runs on every preview and up (an invoke): Docker running with the CPUs and memory
+// the lab requests (and BuildKit when it builds the lab's image), k3d 5.8 or later, the ports
+// free, no same-named cluster that another owner made, and no change to a value the
 // running cluster was created with (name, k3s image, ports). k3d cannot change those in
 // place, and a replace would delete the cluster; so such a change is refused with the key,
 // both values and what to do. For the same reason the cluster command has no triggers (which
@@ -60,7 +84,9 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		return nil, err
 	}
 	interp, env := k3dScript(args)
-	if _, err := local.Run(ctx, &local.RunArgs{Command: "preflight", Interpreter: interp, Environment: env},
+	// The machine's sizing goes to the preflight alone: in the cluster command's environment a
+	// change of the lab's size would show as an update of the cluster in every preview.
+	if _, err := local.Run(ctx, &local.RunArgs{Command: "preflight", Interpreter: interp, Environment: preflightEnv(args, env)},
 		pulumi.Parent(c)); err != nil {
 		return nil, fmt.Errorf("k3d cluster %s: %w", args.Name, err)
 	}

@@ -69,8 +69,23 @@ func TestClusterChangeIsRefusedNotReplaced(t *testing.T) {
 	}
 	cmd := commandOf(t, res.Inputs)
 	pre := m.preflight(t)
-	if strings.Join(pre.interpreter, "\x00") != strings.Join(cmd.interpreter, "\x00") || len(pre.env) != len(cmd.env) {
-		t.Errorf("the preflight and the cluster command differ: %v / %v", pre.env, cmd.env)
+	if strings.Join(pre.interpreter, "\x00") != strings.Join(cmd.interpreter, "\x00") {
+		t.Errorf("the preflight and the cluster command run different scripts")
+	}
+	// The preflight gets the command's environment and what the lab asks of the machine; the
+	// command gets no sizing, so that a change of the lab's size is no update of the cluster.
+	nodeCPUs, total := Defaults.K3dNeeds()
+	sizing := map[string]string{"IGWLAB_NEED_NODE_CPUS": strconv.FormatInt(nodeCPUs, 10),
+		"IGWLAB_REQUEST_MILLICPU": strconv.FormatInt(total.CPUMilli, 10), "IGWLAB_REQUEST_MEMORY": strconv.FormatInt(total.MemBytes, 10), "IGWLAB_BUILD_IMAGES": "1"}
+	for k, v := range cmd.env {
+		if pre.env[k] != v {
+			t.Errorf("the preflight's %s = %q, the cluster command's %q", k, pre.env[k], v)
+		}
+	}
+	for k, v := range sizing {
+		if pre.env[k] != v || cmd.env[k] != "" {
+			t.Errorf("%s: preflight %q (want %q), cluster command %q (want none)", k, pre.env[k], v, cmd.env[k])
+		}
 	}
 	for k, v := range map[string]string{"IGWLAB_CLUSTER": "igw-tc-lab", "IGWLAB_K3S_IMAGE": Defaults.K3sImage, "IGWLAB_OWNER": "igwlab/lab"} {
 		if cmd.env[k] != v || pre.env[k] != v {

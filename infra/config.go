@@ -47,11 +47,21 @@ type Config struct {
 	// profile, and with it istio-cni's CNI paths. Empty: k3d for the cluster the program
 	// creates, generic for an existing one.
 	Platform string
+	// GatewayServiceType is the gateway Service's type (igwlab:gatewayServiceType, exposure.go):
+	// empty is LoadBalancer on k3d, whose load balancer k3d publishes on 127.0.0.1 only, and
+	// ClusterIP anywhere else, so that nothing the lab runs answers outside the cluster unless
+	// the stack asks for it.
+	GatewayServiceType string
+	// InstallGatewayAPICRDs applies the Gateway API CRDs of GatewayAPIVersion; false uses the
+	// cluster's own (GKE and AKS manage them as an add-on that reverts other versions).
+	InstallGatewayAPICRDs bool
 
 	// Profile is the lab's size (igwlab:profile, profile.go): it sets GatewayReplicas and
 	// BackendReplicas, which their own keys override.
-	Profile           string
-	IstioVersion      string
+	Profile      string
+	IstioVersion string
+	// GatewayAPIVersion is the Gateway API CRDs' release; empty is the one the Istio release
+	// is built with (istioreleases.go).
 	GatewayAPIVersion string
 	GatewayReplicas   int
 	BackendReplicas   int
@@ -131,7 +141,7 @@ type Images struct {
 // Defaults are the lab's pins.
 var Defaults = Config{
 	Cluster: ClusterK3d, ClusterName: "igw-tc-lab", K3sImage: "rancher/k3s:v1.33.4-k3s1", HostPort: 18080, APIPort: 6550,
-	Profile: ProfileFull, IstioVersion: "1.27.9", GatewayAPIVersion: "v1.3.0", GatewayReplicas: 6, BackendReplicas: 2, ProxyConcurrency: 1,
+	Profile: ProfileFull, IstioVersion: DefaultIstio, InstallGatewayAPICRDs: true, GatewayReplicas: 6, BackendReplicas: 2, ProxyConcurrency: 1,
 	WaypointReplicas: 3, Scenario: stacks.DefaultScenario, Monitoring: true, KubePrometheusStackVersion: "84.5.0",
 	// Istio's default is 45 s. The runner waits for the drain after every scenario switch, and
 	// between scenarios no load runs, so the old listener has nothing worth 45 s of waiting:
@@ -199,15 +209,40 @@ func checkKeys(all, secretKeys string) []error {
 // LoadConfig reads and validates the stack's configuration.
 func LoadConfig(ctx *pulumi.Context) (Config, error) {
 	c := config.New(ctx, configkey.Project)
+	cfg, errs := parseConfig(c.Get)
+	if _, err := c.TrySecret(configkey.GrafanaPassword); err == nil {
+		cfg.GrafanaPassword = c.RequireSecret(configkey.GrafanaPassword)
+		cfg.grafanaPasswordSet = true
+	}
+	errs = append(errs, checkKeys(os.Getenv(pulumi.EnvConfig), os.Getenv(pulumi.EnvConfigSecretKeys))...)
+	if len(errs) > 0 {
+		return cfg, errors.Join(errs...)
+	}
+	return cfg, cfg.Validate()
+}
+
+// ParseConfig reads and validates a configuration from a getter of its plain values (a key
+// without the project's namespace; "" when unset): the program's own reading, for those who
+// read a stack's files without Pulumi (the doctor). Secrets are not read.
+func ParseConfig(get func(key string) string) (Config, error) {
+	cfg, errs := parseConfig(get)
+	if len(errs) > 0 {
+		return cfg, errors.Join(errs...)
+	}
+	return cfg, cfg.Validate()
+}
+
+// parseConfig reads every plain key onto the defaults, and lists the values it cannot read.
+func parseConfig(get func(key string) string) (Config, []error) {
 	cfg := Defaults
 	str := func(key string, dst *string) {
-		if v := c.Get(key); v != "" {
+		if v := get(key); v != "" {
 			*dst = v
 		}
 	}
 	var errs []error
 	integer := func(key string, dst *int) {
-		raw := c.Get(key)
+		raw := get(key)
 		if raw == "" {
 			return
 		}
@@ -219,7 +254,7 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 		*dst = n
 	}
 	boolean := func(key string, dst *bool) {
-		switch raw := c.Get(key); raw {
+		switch raw := get(key); raw {
 		case "":
 		case "true":
 			*dst = true
@@ -230,7 +265,7 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 		}
 	}
 	// The profile first: it sets sizes the keys read after it may override.
-	if v := c.Get(configkey.Profile); v != "" {
+	if v := get(configkey.Profile); v != "" {
 		if _, ok := Profiles[v]; ok {
 			cfg = cfg.WithProfile(v)
 		} else {
@@ -247,6 +282,8 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 	str(configkey.Platform, &cfg.Platform)
 	str(configkey.IstioVersion, &cfg.IstioVersion)
 	str(configkey.GatewayAPIVersion, &cfg.GatewayAPIVersion)
+	boolean(configkey.InstallGatewayAPICRDs, &cfg.InstallGatewayAPICRDs)
+	str(configkey.GatewayServiceType, &cfg.GatewayServiceType)
 	integer(configkey.GatewayReplicas, &cfg.GatewayReplicas)
 	integer(configkey.ProxyConcurrency, &cfg.ProxyConcurrency)
 	integer(configkey.WaypointReplicas, &cfg.WaypointReplicas)
@@ -254,7 +291,7 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 		key string
 		dst *stacks.CPU
 	}{{configkey.GatewayCPULimit, &cfg.GatewayCPULimit}, {configkey.GatewayCPURequest, &cfg.GatewayCPURequest}} {
-		if raw := c.Get(k.key); raw != "" {
+		if raw := get(k.key); raw != "" {
 			v, err := stacks.ParseCPU(raw)
 			if err != nil || v == 0 {
 				errs = append(errs, &ConfigError{k.key, raw, cpuAllowed})
@@ -264,9 +301,9 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 		}
 	}
 	var rerrs []error
-	cfg.Rollout, rerrs = readRollout(c.Get)
+	cfg.Rollout, rerrs = readRollout(get)
 	errs = append(errs, rerrs...)
-	if raw := c.Get(configkey.GatewayDrainDuration); raw != "" {
+	if raw := get(configkey.GatewayDrainDuration); raw != "" {
 		d, err := ParseDrainDuration(raw)
 		if err != nil {
 			errs = append(errs, err)
@@ -275,7 +312,7 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 	}
 	str(configkey.Scenario, &cfg.Scenario)
 	str(configkey.JWKS, &cfg.JWKS)
-	if raw := c.Get(configkey.Knobs); raw != "" {
+	if raw := get(configkey.Knobs); raw != "" {
 		k, err := ParseKnobs(raw)
 		if err != nil {
 			errs = append(errs, err)
@@ -284,7 +321,7 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 	}
 	boolean(configkey.SkipAwait, &cfg.SkipAwait)
 	boolean(configkey.Verify, &cfg.Verify)
-	if raw := c.Get(configkey.VerifyTimeout); raw != "" {
+	if raw := get(configkey.VerifyTimeout); raw != "" {
 		d, err := time.ParseDuration(strings.TrimSpace(raw))
 		if err != nil || d < time.Second || d > 30*time.Minute {
 			errs = append(errs, &ConfigError{configkey.VerifyTimeout, raw, verifyTimeoutAllowed})
@@ -294,7 +331,7 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 	// urls reads a key that holds base URLs (admins, Prometheus, the gateway): one, or (one
 	// false) a comma-separated list.
 	urls := func(key string, one bool, dst *[]string) {
-		raw := c.Get(key)
+		raw := get(key)
 		if raw == "" {
 			return
 		}
@@ -324,15 +361,7 @@ func LoadConfig(ctx *pulumi.Context) (Config, error) {
 	str(configkey.HTTPBinImage, &cfg.Images.HTTPBin)
 	str(configkey.FortioImage, &cfg.Images.Fortio)
 	str(configkey.H2dialImage, &cfg.Images.H2dialPushed)
-	if _, err := c.TrySecret(configkey.GrafanaPassword); err == nil {
-		cfg.GrafanaPassword = c.RequireSecret(configkey.GrafanaPassword)
-		cfg.grafanaPasswordSet = true
-	}
-	errs = append(errs, checkKeys(os.Getenv(pulumi.EnvConfig), os.Getenv(pulumi.EnvConfigSecretKeys))...)
-	if len(errs) > 0 {
-		return cfg, errors.Join(errs...)
-	}
-	return cfg, cfg.Validate()
+	return cfg, errs
 }
 
 // WithGrafanaPassword sets the Grafana password (tests and programs that build Config by hand).

@@ -85,10 +85,14 @@ func TestConfigErrorsNameKeyValueAndRange(t *testing.T) {
 		{map[string]string{"cluster": "kind"}, true, []string{"igwlab:cluster", "k3d or existing"}},
 		{map[string]string{"k3sImage": "rancher/k3s:latest"}, true, []string{"igwlab:k3sImage", "pinned"}},
 		{map[string]string{"monitoring": "yes"}, true, []string{"igwlab:monitoring", "true or false"}},
-		{map[string]string{}, false, []string{"igwlab:grafanaPassword", "--secret"}},
+		{map[string]string{"gatewayServiceType": "External"}, false, []string{"igwlab:gatewayServiceType", "ClusterIP, LoadBalancer, NodePort"}},
+		{map[string]string{"gatewayServiceType": "ClusterIP"}, false, []string{"igwlab:gatewayServiceType", "LoadBalancer (or unset) when igwlab:cluster is k3d"}},
+		{map[string]string{"istioVersion": "1.28.10"}, false, []string{"igwlab:istioVersion", "1.31.x", "1.27.x (out of support since 2026-04-07)"}},
+		{map[string]string{"istioVersion": "1.27.9", "k3sImage": "rancher/k3s:v1.34.1-k3s1"}, false, []string{"igwlab:k3sImage", "Istio 1.27 supports Kubernetes 1.29 to 1.33, not 1.34"}},
+		{map[string]string{"gatewayApiVersion": "1.6"}, false, []string{"igwlab:gatewayApiVersion", "v1.6.0"}},
 		{map[string]string{"cluster": "existing"}, true, []string{"igwlab:kubeconfig"}},
 		{map[string]string{"renderAllScenarios": "true"}, true, []string{"igwlab:renderAllScenarios", "renderDir"}},
-		{map[string]string{"istioVersion": "latest"}, true, []string{"igwlab:istioVersion", "1.27.9"}},
+		{map[string]string{"istioVersion": "latest"}, true, []string{"igwlab:istioVersion", "1.31.0"}},
 		{map[string]string{"profile": "tiny"}, true, []string{"igwlab:profile", `"tiny"`, "full (6 gateway pods, 2 of each backend) or small (4 gateway pods, 1 of each backend)"}},
 	}
 	for _, c := range cases {

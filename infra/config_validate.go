@@ -71,7 +71,7 @@ func (c Config) Validate() error {
 	}
 	if _, ok := istioPlatform[c.Platform]; c.Platform != "" && !ok {
 		bad(configkey.Platform, c.Platform, "one of "+platformsText()+" (the cluster Istio runs on: it picks Istio's platform profile and the CNI paths)")
-	} else if c.Cluster == ClusterK3d && c.platform() != PlatformK3d {
+	} else if c.Cluster == ClusterK3d && c.EffectivePlatform() != PlatformK3d {
 		bad(configkey.Platform, c.Platform, "k3d (or unset) when igwlab:cluster is k3d: the program creates a k3d cluster")
 	}
 	for _, f := range []struct {
@@ -93,11 +93,15 @@ func (c Config) Validate() error {
 	if limit, req := c.GatewayCPU(); req > limit {
 		bad(configkey.GatewayCPURequest, req.String(), fmt.Sprintf("at most the limit, %s cores (igwlab:gatewayCpuLimit, or igwlab:proxyConcurrency without it): Kubernetes refuses a request over its limit", limit))
 	}
-	if !versionPattern.MatchString(c.IstioVersion) || !strings.HasPrefix(c.IstioVersion, "1.") {
-		bad(configkey.IstioVersion, c.IstioVersion, "an Istio release such as 1.27.9")
+	if istio, err := LookupIstio(c.IstioVersion); err != nil {
+		errs = append(errs, err)
+	} else if minor := k3sMinor(c.K3sImage); c.Cluster == ClusterK3d && minor > 0 {
+		if ok, why := istio.SupportsK8s(minor); !ok {
+			bad(configkey.K3sImage, c.K3sImage, "a k3s release the Istio release supports: "+why)
+		}
 	}
-	if !regexp.MustCompile(`^v\d+\.\d+\.\d+$`).MatchString(c.GatewayAPIVersion) {
-		bad(configkey.GatewayAPIVersion, c.GatewayAPIVersion, "a Gateway API release such as v1.3.0")
+	if c.GatewayAPIVersion != "" && !regexp.MustCompile(`^v\d+\.\d+\.\d+$`).MatchString(c.GatewayAPIVersion) {
+		bad(configkey.GatewayAPIVersion, c.GatewayAPIVersion, "a Gateway API release such as v1.6.0 (unset: the one the Istio release is built with)")
 	}
 	if !versionPattern.MatchString(c.KubePrometheusStackVersion) {
 		bad(configkey.KubePrometheusStackVersion, c.KubePrometheusStackVersion, "a chart version such as 84.5.0")
@@ -109,13 +113,11 @@ func (c Config) Validate() error {
 	if _, err := cat.MustGet(c.Scenario); err != nil {
 		bad("scenario", c.Scenario, "a scenario of the catalog: "+strings.Join(cat.Names(), ", "))
 	}
-	if c.Monitoring && c.InstallUpstream && !c.grafanaPasswordSet {
-		bad(configkey.GrafanaPassword, "", "a secret: pulumi config set --secret igwlab:grafanaPassword <password>")
-	}
 	if !drainOK(c.GatewayDrainDuration) {
 		bad("gatewayDrainDuration", c.GatewayDrainDuration.String(), drainAllowed)
 	}
 	errs = append(errs, c.checkH2dialImage()...)
+	errs = append(errs, c.checkServiceType()...)
 	if c.RenderAllScenarios && c.RenderDir == "" {
 		bad(configkey.RenderAllScenarios, "true", "true only together with renderDir (every scenario's filter at once would conflict on a cluster)")
 	}

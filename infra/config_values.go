@@ -60,7 +60,7 @@ func (c Config) checkH2dialImage() []error {
 	if c.Cluster == ClusterK3d {
 		why = "required with igwlab:buildImages false (nothing else puts h2dial on the nodes)"
 	}
-	return []error{&ConfigError{configkey.H2dialImage, "", fmt.Sprintf("%s; %s: build and push it with docker build -t REGISTRY/igwlab/h2dial:TAG -f %s . && docker push REGISTRY/igwlab/h2dial:TAG",
+	return []error{&ConfigError{configkey.H2dialImage, "", fmt.Sprintf("%s; %s: build it for the nodes' architectures and push it with make image IMAGE=REGISTRY/igwlab/h2dial:TAG (docker buildx build --platform linux/amd64,linux/arm64 -f %s --push)",
 		h2dialImageAllowed, why, H2dialDockerfile)}}
 }
 

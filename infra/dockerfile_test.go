@@ -1,11 +1,14 @@
 package infra
 
 import (
+	"debug/elf"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -52,19 +55,39 @@ var builtPackage = regexp.MustCompile(`go build [^&]*?(\./[^\s&]+)\s*(?:&&|$)`)
 // absPath matches a path inside the image written as an absolute path in a RUN command.
 var absPath = regexp.MustCompile(`(^|[\s=])(/[^\s"';&|]*)`)
 
-// TestDockerfileBuildsFromItsOwnContext replays each Dockerfile's build stage without Docker:
-// only the paths its COPY lines name are copied from the repository into an empty folder
-// (standing in for the image's file system), and its RUN commands run there with the stage's
-// ENV, absolute paths mapped into that folder. A package the build needs but the Dockerfile
-// does not copy fails the build, as it would fail `docker build`. The module proxy and cache
-// come from the environment; -mod=readonly keeps a missing go.sum entry an error.
+// crossTarget is the build arguments of a build for the other of the lab's two architectures
+// (arm64 on an amd64 machine, amd64 elsewhere), as docker buildx --platform linux/<arch> sets
+// them, and that architecture's ELF machine.
+func crossTarget() (map[string]string, elf.Machine) {
+	arch, machine := "arm64", elf.EM_AARCH64
+	if runtime.GOARCH == "arm64" {
+		arch, machine = "amd64", elf.EM_X86_64
+	}
+	args := maps.Clone(PlatformArgs)
+	args["TARGETPLATFORM"], args["TARGETOS"], args["TARGETARCH"] = "linux/"+arch, "linux", arch
+	return args, machine
+}
+
+// TestDockerfileBuildsFromItsOwnContext replays each Dockerfile's build stage without Docker,
+// as a cross build for the other architecture (what a Mac on Apple Silicon does for an amd64
+// cluster): only the paths its COPY lines name are copied from the repository into an empty
+// folder (standing in for the image's file system), and its RUN commands run there with the
+// stage's ENV, absolute paths mapped into that folder. A package the build needs but the
+// Dockerfile does not copy fails the build, as it would fail `docker build`; a stage that runs
+// on the target's platform (under emulation, no FROM --platform=$BUILDPLATFORM) or builds for
+// the build machine's architecture fails too. The module proxy and cache come from the
+// environment; -mod=readonly keeps a missing go.sum entry an error.
 func TestDockerfileBuildsFromItsOwnContext(t *testing.T) {
 	root := repoRoot(t)
+	target, machine := crossTarget()
 	for _, df := range dockerfiles(t, root) {
 		t.Run(df, func(t *testing.T) {
-			stage, err := ParseBuildStage(filepath.Join(root, df))
+			stage, err := ParseBuildStageFor(filepath.Join(root, df), target)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if stage.Platform != "$BUILDPLATFORM" {
+				t.Errorf("%s: FROM --platform=%q: the build stage must run on $BUILDPLATFORM and cross-compile, not under emulation", df, stage.Platform)
 			}
 			img := t.TempDir()
 			work := filepath.Join(img, filepath.FromSlash(stage.Workdir))
@@ -93,10 +116,23 @@ func TestDockerfileBuildsFromItsOwnContext(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: RUN %s\nfails in a folder holding only what the COPY lines copy (%v):\n%s", df, run, err, out)
 				}
+				for _, m := range builtBinary.FindAllStringSubmatch(run, -1) {
+					f, err := elf.Open(filepath.Join(img, filepath.FromSlash(m[1])))
+					if err != nil {
+						t.Fatalf("%s: %s: %v", df, m[1], err)
+					}
+					if f.Machine != machine || f.OSABI != elf.ELFOSABI_NONE {
+						t.Errorf("%s: %s is built for %v, want linux/%s's %v", df, m[1], f.Machine, target["TARGETARCH"], machine)
+					}
+					f.Close()
+				}
 			}
 		})
 	}
 }
+
+// builtBinary is the output path of a RUN line's go build -o.
+var builtBinary = regexp.MustCompile(`go build [^&]*?-o (/\S+)`)
 
 // buildEnv is this process's environment with the stage's ENV on top, the module mode pinned
 // to readonly (a build must not add go.sum entries of its own) and no workspace file.

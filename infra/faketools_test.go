@@ -26,6 +26,12 @@ type fakeState struct {
 	DockerDown bool            `json:"docker_down"`
 	K3dVersion string          `json:"k3d_version"`
 	Containers []fakeContainer `json:"containers"`
+	// The Docker VM (docker info; unset: 16 CPUs and 32 GiB, Docker 28.2.2) and whether the
+	// buildx plugin is missing.
+	NCPU          int    `json:"ncpu"`
+	MemTotal      int64  `json:"mem_total"`
+	ServerVersion string `json:"server_version"`
+	NoBuildx      bool   `json:"no_buildx"`
 }
 
 type fakeContainer struct {
@@ -37,6 +43,21 @@ type fakeContainer struct {
 
 // Label is docker ps's template function of the same name.
 func (c fakeContainer) Label(k string) string { return c.Labels[k] }
+
+// State is docker ps's container state.
+func (c fakeContainer) State() string {
+	if c.Stopped {
+		return "exited"
+	}
+	return "running"
+}
+
+// dockerInfo is what docker info --format executes its template on.
+type dockerInfo struct {
+	NCPU          int
+	MemTotal      int64
+	ServerVersion string
+}
 
 func TestMain(m *testing.M) {
 	if state := os.Getenv(fakeToolsEnv); state != "" {
@@ -88,7 +109,33 @@ func fakeDocker(st *fakeState, args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "info":
-		fmt.Fprintln(stdout, "28.2.2")
+		info := dockerInfo{NCPU: 16, MemTotal: 32 << 30, ServerVersion: "28.2.2"}
+		if st.NCPU > 0 {
+			info.NCPU = st.NCPU
+		}
+		if st.MemTotal > 0 {
+			info.MemTotal = st.MemTotal
+		}
+		if st.ServerVersion != "" {
+			info.ServerVersion = st.ServerVersion
+		}
+		format := "{{.ServerVersion}}"
+		if len(args) == 3 && args[1] == "--format" {
+			format = args[2]
+		}
+		tmpl, err := template.New("info").Parse(format)
+		if err != nil || tmpl.Execute(stdout, info) != nil {
+			fmt.Fprintln(stderr, "template parsing error:", err)
+			return 1
+		}
+		fmt.Fprintln(stdout)
+		return 0
+	case "buildx":
+		if st.NoBuildx {
+			fmt.Fprintln(stderr, "docker: 'buildx' is not a docker command.")
+			return 1
+		}
+		fmt.Fprintln(stdout, "github.com/docker/buildx v0.22.0 1a3e7d2")
 		return 0
 	case "ps":
 		all, format := false, "{{.Names}}"
@@ -154,6 +201,15 @@ func fakeK3d(st *fakeState, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case cmd == "cluster create":
 		return fakeK3dCreate(st, args[2:], stdout, stderr)
+	case cmd == "cluster start":
+		name := args[2]
+		for i := range st.Containers {
+			if st.Containers[i].Labels["k3d.cluster"] == name {
+				st.Containers[i].Stopped = false
+			}
+		}
+		fmt.Fprintf(stdout, "INFO[0000] Starting cluster '%s'\nINFO[0009] Started cluster '%s'\n", name, name)
+		return 0
 	case cmd == "cluster delete":
 		name := args[2]
 		st.Containers = slices.DeleteFunc(st.Containers, func(c fakeContainer) bool { return c.Labels["k3d.cluster"] == name })

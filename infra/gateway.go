@@ -28,6 +28,8 @@ type GatewayArgs struct {
 	Istio         *IstioAmbient
 	// Platform is the Istio platform profile (the charts' platform value; "" for Istio's defaults).
 	Platform string
+	// ServiceType is the gateway Service's type (Config.gatewayServiceType, exposure.go).
+	ServiceType string
 	// Rollout is the pool's restart annotation and strategy (rollout.go).
 	Rollout Rollout
 	// Check runs after the release is created or updated (Checks.Gateway; nil: none).
@@ -85,7 +87,7 @@ func NewIngressGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts
 	var err error
 	c.Namespace, err = corev1.NewNamespace(ctx, "gateway-ns", &corev1.NamespaceArgs{
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(GatewayNamespace),
-			Labels: pulumi.StringMap{"app.kubernetes.io/part-of": pulumi.String("igwlab")}},
+			Labels: pulumi.StringMap{LabPartOf: pulumi.String(LabName)}},
 	}, child(c, opts)...)
 	if err != nil {
 		return nil, err
@@ -96,6 +98,8 @@ func NewIngressGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts
 		"autoscaling": pulumi.Map{"enabled": pulumi.Bool(false)},
 		// The istio label otherwise follows the release name; the lab's selectors need this one.
 		"labels": pulumi.Map{"istio": pulumi.String("ingressgateway")},
+		// Never the chart's LoadBalancer by default off k3d (exposure.go).
+		"service": pulumi.Map{"type": pulumi.String(args.ServiceType)},
 		// By default CPU request = limit = workers, so concurrency means what it says; a limit
 		// below the workers is the kernel's CFS quota throttling them (scenario 21).
 		"resources": pulumi.Map{
@@ -120,7 +124,7 @@ func NewIngressGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts
 	}
 	if c.Headless, err = corev1.NewService(ctx, GatewayHeadless, &corev1.ServiceArgs{
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(GatewayHeadless), Namespace: c.Namespace.Metadata.Name().Elem(),
-			Labels: pulumi.StringMap{"app.kubernetes.io/part-of": pulumi.String("igwlab")}},
+			Labels: pulumi.StringMap{LabPartOf: pulumi.String(LabName)}},
 		Spec: &corev1.ServiceSpecArgs{
 			ClusterIP: pulumi.String("None"),
 			Selector:  pulumi.StringMap{"istio": pulumi.String("ingressgateway")},
@@ -134,6 +138,7 @@ func NewIngressGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts
 		"namespace": pulumi.String(GatewayNamespace), "replicas": pulumi.Int(args.Replicas),
 		"concurrency": pulumi.Int(args.Concurrency), "drainDuration": pulumi.String(DurationText(args.DrainDuration)),
 		"cpuLimit": pulumi.String(args.CPULimit.String()), "cpuRequest": pulumi.String(args.CPURequest.String()),
+		"serviceType": pulumi.String(args.ServiceType),
 		"restartedAt": pulumi.String(args.Rollout.restartedText()),
 	})
 }

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -20,12 +22,16 @@ const H2dialDockerfile = "h2dial/Dockerfile"
 // from the build context and what it runs. The image tag hashes exactly the copied files, and
 // a test replays the stage in an empty folder, so the two cannot drift apart.
 type BuildStage struct {
-	File    string
-	From    string   // the stage's base image
-	Workdir string   // absolute, inside the image
-	Env     []string // KEY=VALUE, in order
-	Copies  []Copy
-	Runs    []string // shell commands, with RUN's own flags (--mount, --network) removed
+	File string
+	From string // the stage's base image
+	// Platform is FROM's --platform ("$BUILDPLATFORM": the stage runs on the build machine's
+	// own architecture and cross-compiles; "": on the target's, under emulation).
+	Platform string
+	Workdir  string   // absolute, inside the image
+	Env      []string // KEY=VALUE, in order, build arguments expanded (PlatformArgs)
+	Args     []string // the build arguments the stage declares (ARG)
+	Copies   []Copy
+	Runs     []string // shell commands, with RUN's own flags (--mount, --network) removed
 }
 
 // Copy is one COPY line: sources relative to the build context, and the destination.
@@ -47,7 +53,11 @@ func (b *BuildStage) Sources() []string {
 // (other instructions are kept out of the build's inputs and ignored). Line continuations and
 // comments are handled; the JSON (exec) form of COPY and RUN is refused, as is COPY --from in
 // the first stage, since neither is needed and both would make the replay lie.
-func ParseBuildStage(path string) (*BuildStage, error) {
+func ParseBuildStage(path string) (*BuildStage, error) { return ParseBuildStageFor(path, PlatformArgs) }
+
+// ParseBuildStageFor is ParseBuildStage with the platform build arguments of another build
+// (a cross build: TARGETARCH another architecture than the machine's).
+func ParseBuildStageFor(path string, platformArgs map[string]string) (*BuildStage, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -82,7 +92,18 @@ func ParseBuildStage(path string) (*BuildStage, error) {
 			if b.From != "" {
 				return b, nil // the next stage starts: the build stage is complete
 			}
-			b.From = strings.Fields(rest)[0]
+			for _, f := range strings.Fields(rest) {
+				if p, ok := strings.CutPrefix(f, "--platform="); ok {
+					b.Platform = p
+				} else if b.From == "" {
+					b.From = f
+				}
+			}
+		case "ARG":
+			for _, f := range strings.Fields(rest) {
+				name, _, _ := strings.Cut(f, "=")
+				b.Args = append(b.Args, name)
+			}
 		case "WORKDIR":
 			if !strings.HasPrefix(rest, "/") {
 				rest = filepath.ToSlash(filepath.Join(b.Workdir, rest))
@@ -91,10 +112,16 @@ func ParseBuildStage(path string) (*BuildStage, error) {
 		case "ENV":
 			fields := strings.Fields(rest)
 			if len(fields) >= 2 && !strings.Contains(fields[0], "=") { // ENV KEY value
-				b.Env = append(b.Env, fields[0]+"="+strings.Join(fields[1:], " "))
-				continue
+				fields = []string{fields[0] + "=" + strings.Join(fields[1:], " ")}
 			}
-			b.Env = append(b.Env, fields...)
+			for _, kv := range fields {
+				b.Env = append(b.Env, os.Expand(kv, func(v string) string {
+					if slices.Contains(b.Args, v) {
+						return platformArgs[v]
+					}
+					return "$" + v
+				}))
+			}
 		case "COPY", "ADD":
 			if strings.HasPrefix(rest, "[") {
 				return nil, bad("the JSON form is not supported here")
@@ -118,6 +145,14 @@ func ParseBuildStage(path string) (*BuildStage, error) {
 		return nil, fmt.Errorf("%s: no FROM", path)
 	}
 	return b, nil
+}
+
+// PlatformArgs are the platform build arguments BuildKit defines for a build on this machine
+// for its own platform (docker build without --platform): the values a declared ARG of these
+// names takes in the replay.
+var PlatformArgs = map[string]string{
+	"BUILDPLATFORM": runtime.GOOS + "/" + runtime.GOARCH, "BUILDOS": runtime.GOOS, "BUILDARCH": runtime.GOARCH,
+	"TARGETPLATFORM": runtime.GOOS + "/" + runtime.GOARCH, "TARGETOS": runtime.GOOS, "TARGETARCH": runtime.GOARCH,
 }
 
 // stripFlags drops an instruction's leading --flags (RUN --mount=..., COPY --chmod=...).

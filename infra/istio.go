@@ -10,6 +10,10 @@ import (
 type IstioArgs struct {
 	Version           string
 	GatewayAPIVersion string
+	// GatewayAPICRDs applies the Gateway API CRDs of GatewayAPIVersion; false leaves the
+	// cluster's own in place (GKE and AKS manage them, and revert or conflict with another
+	// version applied over theirs).
+	GatewayAPICRDs bool
 	// Install is false where the charts cannot be fetched: nothing is installed then, and
 	// Istio's custom resources are rendered without waiting on its CRDs.
 	Install bool
@@ -54,12 +58,14 @@ func NewIstioAmbient(ctx *pulumi.Context, name string, args *IstioArgs, opts ...
 	if c.Base, err = release("istio-base", "base", pulumi.Map{}); err != nil {
 		return nil, err
 	}
-	if c.GatewayAPICRDs, err = yamlv2.NewConfigFile(ctx, "gateway-api-crds", &yamlv2.ConfigFileArgs{
-		File: pulumi.String(args.Upstream.gatewayAPICRDs(args.GatewayAPIVersion)),
-	}, child(c, opts)...); err != nil {
-		return nil, err
+	if args.GatewayAPICRDs {
+		if c.GatewayAPICRDs, err = yamlv2.NewConfigFile(ctx, "gateway-api-crds", &yamlv2.ConfigFileArgs{
+			File: pulumi.String(args.Upstream.gatewayAPICRDs(args.GatewayAPIVersion)),
+		}, child(c, opts)...); err != nil {
+			return nil, err
+		}
 	}
-	if c.Istiod, err = release("istiod", "istiod", pulumi.Map{"profile": pulumi.String("ambient")}, c.Base, c.GatewayAPICRDs); err != nil {
+	if c.Istiod, err = release("istiod", "istiod", pulumi.Map{"profile": pulumi.String("ambient")}, c.Base, gatewayAPICRDs(c)); err != nil {
 		return nil, err
 	}
 	// The CNI paths come from the platform profile (platform.go).
@@ -80,10 +86,19 @@ func (c *IstioAmbient) crdsReady() pulumi.ResourceOption {
 	return dependsOn(c.Base)
 }
 
-// gatewayAPIReady returns what Gateway API resources must wait for.
+// gatewayAPIReady returns what Gateway API resources must wait for: the CRDs the lab applies,
+// and istiod; with the cluster's own CRDs, istiod alone.
 func (c *IstioAmbient) gatewayAPIReady() pulumi.ResourceOption {
-	if c == nil || c.GatewayAPICRDs == nil {
+	if c == nil || c.Istiod == nil {
 		return dependsOn()
 	}
-	return dependsOn(c.GatewayAPICRDs, c.Istiod)
+	return dependsOn(gatewayAPICRDs(c), c.Istiod)
+}
+
+// gatewayAPICRDs is the CRDs' resource, or nil when the cluster's own are used.
+func gatewayAPICRDs(c *IstioAmbient) pulumi.Resource {
+	if c.GatewayAPICRDs == nil {
+		return nil
+	}
+	return c.GatewayAPICRDs
 }

@@ -94,7 +94,7 @@ func TestIstioInputs(t *testing.T) {
 func platformReleases(t *testing.T) map[string]any {
 	t.Helper()
 	out := map[string]any{}
-	for _, p := range []string{PlatformGKE, PlatformEKS, PlatformAKS} {
+	for _, p := range []string{PlatformGKE, PlatformEKS, PlatformAKS, PlatformGeneric} {
 		out[p] = istioReleases(t, run(t, func(c *Config) {
 			c.Cluster, c.Kubeconfig, c.Platform = ClusterExisting, "/tmp/kubeconfig", p
 			c.Images.H2dialPushed = "registry.example.com/igwlab/h2dial:v1"

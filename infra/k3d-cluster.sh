@@ -5,7 +5,11 @@
 #
 # Input, from the environment: IGWLAB_CLUSTER (name), IGWLAB_K3S_IMAGE, IGWLAB_HOST_PORT,
 # IGWLAB_API_PORT, IGWLAB_OWNER (the Pulumi project/stack that owns the cluster), and for
-# delete PULUMI_COMMAND_STDOUT (what ensure printed: the cluster's instance id).
+# delete PULUMI_COMMAND_STDOUT (what ensure printed: the cluster's instance id). The preflight
+# also gets what the lab asks of the machine, as the program computes it (infra/requests.go,
+# K3dNeeds): IGWLAB_NEED_NODE_CPUS (the CPUs each of k3d's nodes must report for every pod to
+# be scheduled), IGWLAB_REQUEST_MILLICPU and IGWLAB_REQUEST_MEMORY (bytes) in all, and
+# IGWLAB_BUILD_IMAGES=1 when the program builds the lab's image (which needs BuildKit).
 #
 # Ownership and the values a cluster was made with are docker labels on its server node
 # (k3d --runtime-label): k3d cannot change a cluster's image or ports, so a changed value is
@@ -57,10 +61,43 @@ check_tools() {
 		fail "k3d $v is too old: k3d $K3D_MIN or later is needed (https://k3d.io/#installation)"
 }
 
+# check_machine: the Docker VM's CPUs and memory against what the lab requests, and BuildKit
+# when the lab's image is built. k3d's nodes are containers of the one VM and each reports all
+# of its CPUs and memory as its own: the scheduler sees three times the VM, so the pods fit on
+# paper when a node reports IGWLAB_NEED_NODE_CPUS, while the cores they run on are the VM's.
+check_machine() {
+	local need_cpus=${IGWLAB_NEED_NODE_CPUS:-} req_milli=${IGWLAB_REQUEST_MILLICPU:-} req_mem=${IGWLAB_REQUEST_MEMORY:-}
+	if [[ -n $need_cpus ]]; then
+		local info ncpu mem
+		info=$(docker info --format '{{.NCPU}} {{.MemTotal}}' 2>&1) || fail "docker info: ${info//$'\n'/ }"
+		read -r ncpu mem <<<"$info"
+		[[ $ncpu =~ ^[0-9]+$ && $mem =~ ^[0-9]+$ ]] || fail "docker info gave '$info', not CPUs and memory"
+		((ncpu >= need_cpus)) ||
+			fail "the lab requests $(milli "$req_milli") CPUs and the Docker VM has $ncpu, which each of k3d's 3 nodes reports as its own: some pods would stay Pending until the install times out (600 s). Give the Docker VM at least $need_cpus CPUs (Docker Desktop: Settings > Resources; colima start --cpu $need_cpus), or run a smaller lab (pulumi config set igwlab:profile small -s $stack); igwlab doctor says which fits"
+		((mem >= req_mem)) ||
+			fail "the lab requests $(gib "$req_mem") of memory and the Docker VM has $(gib "$mem"), shared by all 3 nodes: pods would stay Pending or be killed. Give the Docker VM at least $(gib $((req_mem + (1 << 30)))) (Docker Desktop: Settings > Resources; colima start --memory N), or run a smaller lab (pulumi config set igwlab:profile small -s $stack)"
+		if ((ncpu * 1000 < req_milli)); then
+			echo "igwlab: warning: the lab requests $(milli "$req_milli") CPUs on a Docker VM of $ncpu: the pods are scheduled (each node reports all $ncpu), but share $ncpu real cores, so scenarios that load every gateway pod at once are bound by the machine, not the gateway (their results say so). $(((req_milli + 999) / 1000)) CPUs run the lab without sharing" >&2
+		fi
+	fi
+	if [[ ${IGWLAB_BUILD_IMAGES:-} == 1 ]] && ! docker buildx version >/dev/null 2>&1; then
+		local server
+		server=$(docker info --format '{{.ServerVersion}}' 2>/dev/null || true)
+		# Docker 23 and later build with BuildKit through the buildx plugin; before that the
+		# daemon has BuildKit built in, which DOCKER_BUILDKIT=1 (set by the build) turns on.
+		version_at_least "${server:-0}" 23.0.0 &&
+			fail "Docker $server builds the lab's image with BuildKit through the buildx plugin, and 'docker buildx version' fails: install it (Docker's docker-buildx-plugin package, Debian's docker-buildx) or set igwlab:h2dialImage to an image built elsewhere"
+	fi
+	return 0
+}
+
+milli() { printf '%d.%d' $(($1 / 1000)) $((($1 % 1000) / 100)); }
+gib() { printf '%d.%d GiB' $(($1 >> 30)) $(((($1 % (1 << 30)) * 10) >> 30)); }
+
 # label NAME: a label of this cluster's server node ("" if absent).
 server_labels() {
 	docker ps -a --filter "label=k3d.cluster=$name" --filter label=k3d.role=server \
-		--format '{{.Label "igwlab.owner"}}|{{.Label "igwlab.instance"}}|{{.Label "igwlab.k3s-image"}}|{{.Label "igwlab.host-port"}}|{{.Label "igwlab.api-port"}}' |
+		--format '{{.Label "igwlab.owner"}}|{{.Label "igwlab.instance"}}|{{.Label "igwlab.k3s-image"}}|{{.Label "igwlab.host-port"}}|{{.Label "igwlab.api-port"}}|{{.State}}' |
 		head -n 1
 }
 
@@ -84,9 +121,12 @@ changed() {
 }
 
 # check: everything preflight and ensure verify. Prints "adopt <instance>" for this stack's
-# own cluster with matching values, "create" when there is none.
+# own running cluster with matching values, "start <instance>" for it stopped (docker ps -a
+# lists a stopped cluster too, whose API port refuses every connection until k3d starts it),
+# "create" when there is none.
 check() {
 	check_tools
+	check_machine
 	local other
 	other=$(docker ps -a --filter "label=igwlab.owner=$owner" --filter label=k3d.role=server --format '{{.Label "k3d.cluster"}}' |
 		grep -vx -- "$name" | head -n 1 || true)
@@ -105,8 +145,8 @@ check() {
 		echo create
 		return
 	fi
-	local l_owner l_instance l_image l_host l_api
-	IFS='|' read -r l_owner l_instance l_image l_host l_api <<<"$labels"
+	local l_owner l_instance l_image l_host l_api l_state
+	IFS='|' read -r l_owner l_instance l_image l_host l_api l_state <<<"$labels"
 	if [[ $l_owner != "$owner" ]]; then
 		local by="was not created by this stack ($owner)"
 		[[ -z $l_owner ]] || by="belongs to another stack ($l_owner)"
@@ -115,17 +155,29 @@ check() {
 	[[ $l_image == "$image" ]] || changed k3sImage "$l_image" "$image"
 	[[ $l_host == "$host_port" ]] || changed hostPort "$l_host" "$host_port"
 	[[ $l_api == "$api_port" ]] || changed apiPort "$l_api" "$api_port"
+	if [[ $l_state != running ]]; then
+		echo "start $l_instance"
+		return
+	fi
 	echo "adopt $l_instance"
 }
 
 ensure() {
 	local verdict
 	verdict=$(check)
-	if [[ $verdict == adopt* ]]; then
+	case $verdict in
+	adopt*)
 		echo "k3d cluster $name exists and belongs to this stack: using it" >&2
 		echo "${verdict#adopt }"
 		return
-	fi
+		;;
+	start*)
+		echo "k3d cluster $name belongs to this stack and is stopped: starting it" >&2
+		k3d cluster start "$name" --wait --timeout 300s >&2
+		echo "${verdict#start }"
+		return
+		;;
+	esac
 	local instance
 	instance="$(date +%Y%m%d%H%M%S)-$$-$RANDOM"
 	local labels=() l
@@ -162,7 +214,8 @@ delete() {
 
 case ${1:-} in
 preflight)
-	check >/dev/null
+	verdict=$(check)
+	[[ $verdict != start* ]] || echo "k3d cluster $name is stopped: this update starts it (k3d cluster start $name)" >&2
 	echo "k3d cluster $name: preflight passed" >&2
 	;;
 ensure) ensure ;;

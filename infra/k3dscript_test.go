@@ -2,6 +2,7 @@ package infra
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -295,5 +296,78 @@ func TestK3dScriptDeletesOnlyItsOwnInstance(t *testing.T) {
 	}
 	if _, stderr, err = h.script("delete", "PULUMI_COMMAND_STDOUT", id); err != nil || !strings.Contains(stderr, "already gone") {
 		t.Errorf("deleting a cluster that is gone: %v\n%s", err, stderr)
+	}
+}
+
+// TestK3dScriptStartsAStoppedLab: a stopped lab (docker ps -a lists it, but its API port
+// refuses every connection) is started, not adopted as it is: the preflight says so, and
+// ensure runs k3d cluster start and keeps the cluster's instance id.
+func TestK3dScriptStartsAStoppedLab(t *testing.T) {
+	h := newFakeHost(t, fakeState{}, "docker", "k3d")
+	out, stderr, err := h.script("ensure")
+	if err != nil {
+		t.Fatalf("create: %v\n%s", err, stderr)
+	}
+	id := strings.TrimSpace(out)
+	st := h.load()
+	for i := range st.Containers {
+		st.Containers[i].Stopped = true
+	}
+	h.save(st)
+	if _, stderr, err := h.script("preflight"); err != nil || !strings.Contains(stderr, "k3d cluster igw-tc-lab is stopped: this update starts it") {
+		t.Errorf("preflight on a stopped lab: %v\n%s", err, stderr)
+	}
+	out, stderr, err = h.script("ensure")
+	if err != nil || strings.TrimSpace(out) != id {
+		t.Fatalf("ensure on a stopped lab: %v, id %q (want %q)\n%s", err, out, id, stderr)
+	}
+	if !strings.Contains(h.calls(), "k3d cluster start igw-tc-lab") {
+		t.Errorf("the stopped lab was adopted without being started:\n%s", h.calls())
+	}
+	for _, c := range h.load().Containers {
+		if c.Stopped {
+			t.Errorf("%s still stopped", c.Names)
+		}
+	}
+}
+
+// TestK3dScriptChecksTheMachine: the preflight holds the Docker VM to what the program says the
+// lab requests, counting what a node reports for scheduling and the VM's real cores for the
+// warning that spread scenarios will be bound by the machine; and to BuildKit when the program
+// builds the lab's image.
+func TestK3dScriptChecksTheMachine(t *testing.T) {
+	nodeCPUs, total := Defaults.K3dNeeds()
+	sizing := []string{"IGWLAB_NEED_NODE_CPUS", strconv.FormatInt(nodeCPUs, 10), "IGWLAB_REQUEST_MILLICPU", strconv.FormatInt(total.CPUMilli, 10),
+		"IGWLAB_REQUEST_MEMORY", strconv.FormatInt(total.MemBytes, 10)}
+	real := int(total.CPUMilli+999) / 1000
+	for _, tc := range []struct {
+		name   string
+		st     fakeState
+		extra  []string
+		fail   []string // the refusal's words; none: it passes
+		warned bool     // the host-bound warning
+	}{
+		{"colima's default VM", fakeState{NCPU: 2, MemTotal: 2 << 30}, nil,
+			[]string{"the Docker VM has 2, which each of k3d's 3 nodes reports as its own", fmt.Sprintf("at least %d CPUs", nodeCPUs), "colima start --cpu", "igwlab:profile small"}, false},
+		{"CPUs enough, memory short", fakeState{NCPU: 8, MemTotal: 4 << 30}, nil,
+			[]string{"of memory and the Docker VM has 4.0 GiB", "colima start --memory"}, false},
+		{"scheduled on shared cores", fakeState{NCPU: int(nodeCPUs), MemTotal: 16 << 30}, nil, nil, true},
+		{"a VM of its own", fakeState{NCPU: real, MemTotal: 16 << 30}, nil, nil, false},
+		{"Docker 28 without buildx", fakeState{NoBuildx: true}, []string{"IGWLAB_BUILD_IMAGES", "1"},
+			[]string{"buildx plugin", "docker-buildx-plugin", "igwlab:h2dialImage"}, false},
+		{"Docker 20.10 without buildx: BuildKit in the daemon", fakeState{NoBuildx: true, ServerVersion: "20.10.24"}, []string{"IGWLAB_BUILD_IMAGES", "1"}, nil, false},
+	} {
+		h := newFakeHost(t, tc.st, "docker", "k3d")
+		_, stderr, err := h.script("preflight", append(append([]string{}, sizing...), tc.extra...)...)
+		if tc.fail != nil {
+			mustFail(t, tc.name, stderr, err, tc.fail...)
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v\n%s", tc.name, err, stderr)
+		}
+		if got := strings.Contains(stderr, "share"); got != tc.warned {
+			t.Errorf("%s: host-bound warning %v, want %v:\n%s", tc.name, got, tc.warned, stderr)
+		}
 	}
 }

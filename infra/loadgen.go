@@ -48,7 +48,7 @@ func NewLoadGenerators(ctx *pulumi.Context, name string, args *LoadGenArgs, opts
 	var err error
 	c.Namespace, err = corev1.NewNamespace(ctx, "loadgen-ns", &corev1.NamespaceArgs{
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(LoadgenNamespace), Labels: pulumi.StringMap{
-			"app.kubernetes.io/part-of": pulumi.String("igwlab")}},
+			LabPartOf: pulumi.String(LabName)}},
 	}, child(c, opts)...)
 	if err != nil {
 		return nil, err
@@ -78,8 +78,11 @@ func NewLoadGenerators(ctx *pulumi.Context, name string, args *LoadGenArgs, opts
 			c.Build, err = local.NewCommand(ctx, "h2dial-image", &local.CommandArgs{
 				Create: pulumi.Sprintf("docker build -t %s -f %s . && k3d image import %s -c %s",
 					c.H2dialImg, H2dialDockerfile, c.H2dialImg, args.ClusterName),
-				Dir:      pulumi.String(orDot(args.SourceDir)),
-				Triggers: pulumi.Array{pulumi.String(sum)},
+				Dir: pulumi.String(orDot(args.SourceDir)),
+				// The Dockerfile needs BuildKit (its cache mounts and platform arguments): Docker 23
+				// and later use it by default, Docker 20.10 only when asked (the preflight checks).
+				Environment: pulumi.StringMap{"DOCKER_BUILDKIT": pulumi.String("1")},
+				Triggers:    pulumi.Array{pulumi.String(sum)},
 			}, child(c, opts, dependsOn(args.Cluster))...)
 			if err != nil {
 				return nil, err

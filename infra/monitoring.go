@@ -1,6 +1,9 @@
 package infra
 
 import (
+	"crypto/rand"
+	"fmt"
+
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v3"
@@ -12,10 +15,13 @@ import (
 
 // MonitoringArgs configure monitoring.
 type MonitoringArgs struct {
-	ChartVersion    string
-	Install         bool
-	Upstream        Upstream
-	GrafanaPassword pulumi.StringOutput // a secret
+	ChartVersion string
+	Install      bool
+	Upstream     Upstream
+	// GrafanaPassword is igwlab:grafanaPassword (a secret); unset, the stack's own random one
+	// (grafanaAdmin).
+	GrafanaPassword    pulumi.StringOutput
+	GrafanaPasswordSet bool
 	// Checks bind the live-targets check to each PodMonitor when the chart is installed (nil:
 	// off); the waypoint's only when the scenario has one (Waypoint), since it has no pods else.
 	Checks   *Checks
@@ -35,6 +41,8 @@ type Monitoring struct {
 	Stack       *helm.Release
 	PodMonitors []*apiextensions.CustomResource
 	Dashboard   *corev1.ConfigMap
+	// GrafanaAdmin is the Secret Grafana's admin login comes from.
+	GrafanaAdmin *corev1.Secret
 }
 
 // NewMonitoring installs monitoring.
@@ -46,9 +54,12 @@ func NewMonitoring(ctx *pulumi.Context, name string, args *MonitoringArgs, opts 
 	var err error
 	c.Namespace, err = corev1.NewNamespace(ctx, "monitoring-ns", &corev1.NamespaceArgs{
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(MonitorNamespace),
-			Labels: pulumi.StringMap{"app.kubernetes.io/part-of": pulumi.String("igwlab")}},
+			Labels: pulumi.StringMap{LabPartOf: pulumi.String(LabName)}},
 	}, child(c, opts)...)
 	if err != nil {
+		return nil, err
+	}
+	if c.GrafanaAdmin, err = grafanaAdmin(ctx, args, child(c, opts, dependsOn(c.Namespace))); err != nil {
 		return nil, err
 	}
 	if args.Install {
@@ -61,21 +72,28 @@ func NewMonitoring(ctx *pulumi.Context, name string, args *MonitoringArgs, opts 
 			"kubeControllerManager": pulumi.Map{"enabled": pulumi.Bool(false)},
 			"kubeScheduler":         pulumi.Map{"enabled": pulumi.Bool(false)},
 			"kubeProxy":             pulumi.Map{"enabled": pulumi.Bool(false)},
-			// Its certificate Secret comes from hook Jobs; the lab does without the webhook.
+			// Its certificate Secret comes from hook Jobs; the lab does without the webhook. The
+			// operator watches its own namespace only: on a cluster of the user's it must not
+			// reconcile the Prometheus objects of another team's operator.
 			"prometheusOperator": pulumi.Map{"admissionWebhooks": pulumi.Map{"enabled": pulumi.Bool(false)},
-				"tls": pulumi.Map{"enabled": pulumi.Bool(false)}},
+				"tls":        pulumi.Map{"enabled": pulumi.Bool(false)},
+				"namespaces": pulumi.Map{"releaseNamespace": pulumi.Bool(true)}},
 			"prometheus": pulumi.Map{"prometheusSpec": pulumi.Map{
-				// Without these only monitors labelled with the release are picked up.
-				"podMonitorSelectorNilUsesHelmValues":     pulumi.Bool(false),
-				"serviceMonitorSelectorNilUsesHelmValues": pulumi.Bool(false),
-				"podMonitorSelector":                      pulumi.Map{},
-				"podMonitorNamespaceSelector":             pulumi.Map{},
-				"scrapeInterval":                          pulumi.String("5s"),
-				"retention":                               pulumi.String("2d"),
+				// The lab's own PodMonitors, and only those: the chart's {} with
+				// podMonitorSelectorNilUsesHelmValues false would select every PodMonitor in
+				// every namespace of the cluster. The ServiceMonitors stay the chart's own
+				// (release-labelled: the kubelet's cAdvisor among them).
+				"podMonitorSelectorNilUsesHelmValues": pulumi.Bool(false),
+				"podMonitorSelector":                  pulumi.Map{"matchLabels": pulumi.StringMap{LabPartOf: pulumi.String(LabName)}},
+				"podMonitorNamespaceSelector":         pulumi.Map{"matchLabels": pulumi.StringMap{"kubernetes.io/metadata.name": pulumi.String(MonitorNamespace)}},
+				"scrapeInterval":                      pulumi.String("5s"),
+				"retention":                           pulumi.String("2d"),
 			}},
 			"grafana": pulumi.Map{
-				// kube-prometheus-stack >= 79 no longer has a default password: set it, from the secret.
-				"adminPassword":            args.GrafanaPassword,
+				// The admin login from the lab's Secret (grafanaAdmin): kube-prometheus-stack 79 and
+				// later no longer default the password, and one in the values would sit in the
+				// release's state in the clear.
+				"admin":                    pulumi.Map{"existingSecret": c.GrafanaAdmin.Metadata.Name().Elem()},
 				"defaultDashboardsEnabled": pulumi.Bool(false),
 				"grafana.ini":              pulumi.Map{"users": pulumi.Map{"default_theme": pulumi.String("light")}},
 				"sidecar": pulumi.Map{"dashboards": pulumi.Map{"enabled": pulumi.Bool(true), "label": pulumi.String("grafana_dashboard"),
@@ -123,14 +141,53 @@ func NewMonitoring(ctx *pulumi.Context, name string, args *MonitoringArgs, opts 
 	}
 	c.Dashboard, err = corev1.NewConfigMap(ctx, "dashboard", &corev1.ConfigMapArgs{
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String("igw-thread-concentration-dashboard"), Namespace: pulumi.String(MonitorNamespace),
-			Labels: pulumi.StringMap{"grafana_dashboard": pulumi.String("1"), "app.kubernetes.io/part-of": pulumi.String("igwlab")}},
+			Labels: pulumi.StringMap{"grafana_dashboard": pulumi.String("1"), LabPartOf: pulumi.String(LabName)}},
 		Data: pulumi.StringMap{dashboard.UID + ".json": pulumi.String(string(board))},
 	}, child(c, opts, dependsOn(c.Namespace))...)
 	if err != nil {
 		return nil, err
 	}
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"namespace": pulumi.String(MonitorNamespace),
-		"dashboard": pulumi.String(dashboard.UID)})
+		"dashboard": pulumi.String(dashboard.UID), "grafanaAdminSecret": pulumi.String(GrafanaAdminSecret)})
+}
+
+// GrafanaAdminSecret holds Grafana's admin login (keys admin-user and admin-password, the
+// Grafana chart's admin.userKey and admin.passwordKey defaults).
+const GrafanaAdminSecret = "igwlab-grafana-admin"
+
+// grafanaAdmin is the Secret Grafana's admin login comes from: igwlab:grafanaPassword when the
+// stack sets one, else a password drawn for this stack on its first up and kept from then on:
+// changes to its stringData, and to the data the Kubernetes provider makes of it, are ignored,
+// so each later run's new draw never reaches the cluster. It lives in the cluster and,
+// encrypted, in the stack's state: never in a file of the repository.
+func grafanaAdmin(ctx *pulumi.Context, args *MonitoringArgs, opts []pulumi.ResourceOption) (*corev1.Secret, error) {
+	password := args.GrafanaPassword
+	if !args.GrafanaPasswordSet {
+		drawn, err := randomPassword()
+		if err != nil {
+			return nil, err
+		}
+		password = pulumi.ToSecret(pulumi.String(drawn)).(pulumi.StringOutput)
+		opts = append(opts, pulumi.IgnoreChanges([]string{"stringData", "data"}))
+	}
+	return corev1.NewSecret(ctx, "grafana-admin", &corev1.SecretArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(GrafanaAdminSecret), Namespace: pulumi.String(MonitorNamespace),
+			Labels: pulumi.StringMap{LabPartOf: pulumi.String(LabName)}},
+		StringData: pulumi.StringMap{"admin-user": pulumi.String("admin"), "admin-password": password},
+	}, opts...)
+}
+
+// randomPassword is 24 characters of a 56-letter alphabet from crypto/rand (over 130 bits).
+func randomPassword() (string, error) {
+	const alphabet = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("drawing Grafana's password: %w", err)
+	}
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b), nil
 }
 
 // monitorCheck is the check of one PodMonitor, or no option when there is nothing to check.

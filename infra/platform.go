@@ -59,9 +59,9 @@ func Platforms() []string {
 
 func platformsText() string { return strings.Join(Platforms(), ", ") }
 
-// platform is the configured platform, or the cluster kind's default: k3d for the cluster
+// EffectivePlatform is the configured platform, or the cluster kind's default: k3d for the cluster
 // the program creates, generic for an existing one.
-func (c Config) platform() string {
+func (c Config) EffectivePlatform() string {
 	switch {
 	case c.Platform != "":
 		return c.Platform
@@ -73,7 +73,7 @@ func (c Config) platform() string {
 }
 
 // istioProfile is the configured platform's Istio platform profile ("" for Istio's defaults).
-func (c Config) istioProfile() string { return istioPlatform[c.platform()] }
+func (c Config) istioProfile() string { return istioPlatform[c.EffectivePlatform()] }
 
 // withPlatform adds an Istio platform profile to a release's values: every Istio chart reads
 // `coalesce .Values.platform .Values.global.platform` (templates/zzz_profile.yaml) and merges
@@ -88,6 +88,15 @@ func withPlatform(values pulumi.Map, profile string) pulumi.Map {
 		out[k] = v
 	}
 	return out
+}
+
+// k3sMinor is the Kubernetes minor of a k3s image (rancher/k3s:v1.33.4-k3s1 is 33; 0 if unreadable).
+func k3sMinor(image string) int {
+	var major, minor int
+	if _, err := fmt.Sscanf(image[strings.LastIndex(image, ":")+1:], "v%d.%d", &major, &minor); err != nil || major != 1 {
+		return 0
+	}
+	return minor
 }
 
 // k3sCNIMoved reports that a k3s image (rancher/k3s:vX.Y.Z-k3sN) keeps its CNI binaries in

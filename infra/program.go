@@ -61,6 +61,12 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := guardCluster(ctx, cfg); err != nil {
+		return nil, err
+	}
+	if err := warnExposure(ctx, cfg); err != nil {
+		return nil, err
+	}
 	lab := &Lab{}
 	provArgs := &kubernetes.ProviderArgs{}
 	var provDeps []pulumi.Resource
@@ -68,8 +74,10 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	case cfg.RenderDir != "":
 		provArgs.RenderYamlToDirectory = pulumi.StringPtr(cfg.RenderDir)
 	case cfg.Cluster == ClusterK3d:
+		nodeCPUs, requested := cfg.K3dNeeds()
 		if lab.Cluster, err = NewCluster(ctx, "cluster", &ClusterArgs{Name: cfg.ClusterName, Image: cfg.K3sImage,
-			HostPort: cfg.HostPort, APIPort: cfg.APIPort, Owner: ctx.Project() + "/" + ctx.Stack()}); err != nil {
+			HostPort: cfg.HostPort, APIPort: cfg.APIPort, Owner: ctx.Project() + "/" + ctx.Stack(),
+			NodeCPUs: nodeCPUs, Requested: requested, BuildImages: cfg.BuildsImage()}); err != nil {
 			return nil, err
 		}
 		provArgs.Kubeconfig = lab.Cluster.Kubeconfig
@@ -99,7 +107,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	opts := []pulumi.ResourceOption{pulumi.Provider(prov)}
 
 	if lab.Istio, err = NewIstioAmbient(ctx, "istio", &IstioArgs{Version: cfg.IstioVersion,
-		GatewayAPIVersion: cfg.GatewayAPIVersion, Install: cfg.InstallUpstream, Upstream: cfg.Upstream, SkipAwait: cfg.SkipAwait,
+		GatewayAPIVersion: cfg.gatewayAPIVersion(), GatewayAPICRDs: cfg.InstallGatewayAPICRDs, Install: cfg.InstallUpstream, Upstream: cfg.Upstream, SkipAwait: cfg.SkipAwait,
 		Platform: cfg.istioProfile()}, opts...); err != nil {
 		return nil, err
 	}
@@ -108,7 +116,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 		Replicas: cfg.GatewayReplicas, Concurrency: cfg.ProxyConcurrency, DrainDuration: cfg.GatewayDrainDuration,
 		CPULimit: gwLimit, CPURequest: gwRequest,
 		Install: cfg.InstallUpstream, Upstream: cfg.Upstream, SkipAwait: cfg.SkipAwait, Istio: lab.Istio, Platform: cfg.istioProfile(),
-		Rollout: cfg.Rollout, Check: gatewayCheck}, opts...); err != nil {
+		ServiceType: cfg.gatewayServiceType(), Rollout: cfg.Rollout, Check: gatewayCheck}, opts...); err != nil {
 		return nil, err
 	}
 	root, err := RepoRoot()
@@ -117,7 +125,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	}
 	// The load generators first: they build the lab's own image, which the backend runs too.
 	if lab.LoadGen, err = NewLoadGenerators(ctx, "loadgen", &LoadGenArgs{Images: cfg.Images,
-		Build: cfg.BuildImages && cfg.Images.H2dialPushed == "" && cfg.Cluster == ClusterK3d && cfg.RenderDir == "", ClusterName: cfg.ClusterName,
+		Build: cfg.BuildsImage(), ClusterName: cfg.ClusterName,
 		Cluster: lab.Cluster, SourceDir: root, SkipAwait: cfg.SkipAwait}, opts...); err != nil {
 		return nil, err
 	}
@@ -141,7 +149,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	}
 	if cfg.Monitoring {
 		if lab.Monitoring, err = NewMonitoring(ctx, "monitoring", &MonitoringArgs{ChartVersion: cfg.KubePrometheusStackVersion,
-			Install: cfg.InstallUpstream, Upstream: cfg.Upstream, GrafanaPassword: cfg.GrafanaPassword,
+			Install: cfg.InstallUpstream, Upstream: cfg.Upstream, GrafanaPassword: cfg.GrafanaPassword, GrafanaPasswordSet: cfg.grafanaPasswordSet,
 			Checks: checks, Waypoint: sc.Waypoint, Sources: map[string]pulumi.Resource{
 				"igw-envoy": lab.Gateway.Release, "ztunnel": lab.Istio.Ztunnel, "waypoint-envoy": waypointResource(lab.Waypoint)}}, opts...); err != nil {
 			return nil, err
@@ -172,6 +180,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 		// into ~/.kube/config, and kubeContext is the context name it carries.
 		ctx.Export("kubeconfig", lab.Cluster.Kubeconfig)
 		ctx.Export("kubeContext", pulumi.String("k3d-"+cfg.ClusterName))
+		ctx.Export(K3dClusterOutput, pulumi.String(cfg.ClusterName))
 	}
 	if cfg.RenderDir == "" {
 		// The kube-system namespace's UID names the cluster the stack applies to, whatever
@@ -184,6 +193,11 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 		ctx.Export(ClusterUIDOutput, ns.Metadata.Uid())
 	}
 	return lab, nil
+}
+
+// BuildsImage reports whether the program builds the lab's image and imports it into k3d.
+func (c Config) BuildsImage() bool {
+	return c.BuildImages && c.Images.H2dialPushed == "" && c.Cluster == ClusterK3d && c.RenderDir == ""
 }
 
 // ClusterUIDOutput is the stack output that holds the kube-system namespace's UID.

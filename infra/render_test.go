@@ -58,6 +58,15 @@ func newCLI(t *testing.T) *cli {
 
 func (c *cli) run(args ...string) string {
 	c.t.Helper()
+	out, err := c.try(args...)
+	if err != nil {
+		c.t.Fatalf("pulumi %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// try runs the CLI and returns its output and error.
+func (c *cli) try(args ...string) (string, error) {
 	full := append(args, "--cwd", c.root, "--non-interactive")
 	if args[0] != "stack" {
 		full = append(full, "--config-file", c.conf) // keep the test stack's config out of the repository
@@ -66,10 +75,18 @@ func (c *cli) run(args ...string) string {
 	cmd.Env = c.env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		c.t.Fatalf("pulumi %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// initStack makes a stack with the passphrase provider and moves the file stack init writes
+// next to Pulumi.yaml to the test's own config file.
+func (c *cli) initStack(name string) {
+	c.t.Helper()
+	c.run("stack", "init", name, "--secrets-provider", "passphrase")
+	if err := os.Rename(filepath.Join(c.root, "Pulumi."+name+".yaml"), c.conf); err != nil {
+		c.t.Fatal(err)
 	}
-	return out.String()
 }
 
 // renderStack is the test's stack; its config file lives in the test's temp folder.
@@ -101,11 +118,7 @@ func renderedEnvoyFilters(t *testing.T, dir string) map[string]map[string]any {
 func TestRenderModeWithRealPulumi(t *testing.T) {
 	c := newCLI(t)
 	out := t.TempDir()
-	c.run("stack", "init", renderStack, "--secrets-provider", "passphrase")
-	// stack init writes the stack's salt next to Pulumi.yaml; move it to the test's config file.
-	if err := os.Rename(filepath.Join(c.root, "Pulumi."+renderStack+".yaml"), c.conf); err != nil {
-		t.Fatal(err)
-	}
+	c.initStack(renderStack)
 	for k, v := range map[string]string{"cluster": "existing", "renderDir": out, "installUpstream": "false",
 		"buildImages": "false", "monitoring": "true", "scenario": "02-trigger"} {
 		c.run("config", "set", "igwlab:"+k, v)
@@ -131,6 +144,10 @@ func TestRenderModeWithRealPulumi(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range plan.Steps {
+		// The program reads its own last outputs (the stack reference "self") on every run.
+		if s.Op == "read" && strings.HasSuffix(s.URN, "pulumi:pulumi:StackReference::self") {
+			continue
+		}
 		if s.Op != "same" && !strings.HasSuffix(s.URN, "::envoyfilter") {
 			t.Errorf("switching the scenario would %s %s", s.Op, s.URN)
 		}
@@ -163,5 +180,60 @@ func checkGolden(t *testing.T, got map[string]any, scenario string) {
 	}
 	if !reflect.DeepEqual(normalize(got["spec"]), normalize(want["spec"])) {
 		t.Errorf("%s: rendered spec differs from the golden file:\n%v\nwant\n%v", scenario, got["spec"], want["spec"])
+	}
+}
+
+// TestRenderModeRefusesTakingAK3dClusterAway: a stack whose last update held a k3d cluster (its
+// state as such an update leaves it, imported) and whose config now names an existing cluster
+// is refused by the real CLI at preview and at up, before anything is applied: the program reads
+// its own last outputs through a stack reference to itself, on the file backend. The state
+// holds nothing of the lab afterwards.
+func TestRenderModeRefusesTakingAK3dClusterAway(t *testing.T) {
+	c := newCLI(t)
+	const stack = "igwlab-guard-test"
+	c.initStack(stack)
+	state := map[string]any{"version": 3, "deployment": map[string]any{
+		"manifest": map[string]any{"time": "2026-12-01T10:00:00Z", "magic": "", "version": ""},
+		"resources": []any{map[string]any{"urn": "urn:pulumi:" + stack + "::igwlab::pulumi:pulumi:Stack::igwlab-" + stack,
+			"custom": false, "type": "pulumi:pulumi:Stack",
+			"outputs": map[string]any{K3dClusterOutput: "igw-tc-lab", "kubeContext": "k3d-igw-tc-lab", "scenario": "02-trigger"}}},
+	}}
+	b, _ := json.Marshal(state)
+	file := filepath.Join(t.TempDir(), "state.json")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.run("stack", "import", "--file", file)
+	for k, v := range map[string]string{"cluster": "existing", "renderDir": t.TempDir(), "installUpstream": "false",
+		"buildImages": "false", "monitoring": "false"} {
+		c.run("config", "set", "igwlab:"+k, v)
+	}
+	for _, op := range [][]string{{"preview"}, {"up", "--yes", "--skip-preview"}} {
+		out, err := c.try(op...)
+		if err == nil {
+			t.Fatalf("pulumi %s took the k3d cluster away:\n%s", op[0], out)
+		}
+		for _, w := range []string{"holds the k3d cluster igw-tc-lab", "pulumi stack init gke"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("pulumi %s: the refusal lacks %q:\n%s", op[0], w, out)
+			}
+		}
+	}
+	var after struct {
+		Deployment struct {
+			Resources []struct {
+				Type string `json:"type"`
+			} `json:"resources"`
+		} `json:"deployment"`
+	}
+	if err := json.Unmarshal([]byte(c.run("stack", "export")), &after); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range after.Deployment.Resources {
+		// The stack itself, and at most the read of its own outputs (with Pulumi's built-in
+		// provider, which reads it): nothing of the lab.
+		if !strings.HasPrefix(r.Type, "pulumi:") {
+			t.Errorf("the refused update left a %s in the state", r.Type)
+		}
 	}
 }

@@ -81,6 +81,25 @@ func (c Config) Requests(nodes int) []PodGroup {
 	}...)
 }
 
+// NodeCPUsNeeded is the whole CPUs each of n equal nodes must offer for every pod of groups to
+// be scheduled (0 if none up to 256 would do).
+func NodeCPUsNeeded(groups []PodGroup, n int) int64 {
+	for cpus := int64(1); cpus <= 256; cpus++ {
+		if len(Unschedulable(groups, Nodes(n, cpus*1000))) == 0 {
+			return cpus
+		}
+	}
+	return 0
+}
+
+// K3dNeeds is what the lab asks of the Docker VM its k3d cluster runs in, at c's values: the
+// CPUs each node must report for every pod to be scheduled (each reports the whole VM), and
+// the CPU and memory its pods request in all, which the VM's real cores and memory carry.
+func (c Config) K3dNeeds() (nodeCPUs int64, total Request) {
+	groups := c.Requests(K3dNodes)
+	return NodeCPUsNeeded(groups, K3dNodes), Total(groups)
+}
+
 // Nodes is n nodes offering cpuMilli each.
 func Nodes(n int, cpuMilli int64) []int64 {
 	out := make([]int64, n)

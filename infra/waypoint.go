@@ -36,7 +36,7 @@ func NewWaypoint(ctx *pulumi.Context, name string, args *WaypointArgs, opts ...p
 	var err error
 	c.Parameters, err = corev1.NewConfigMap(ctx, "waypoint-params", &corev1.ConfigMapArgs{
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(WaypointName + "-params"), Namespace: pulumi.String(BackendNamespace),
-			Labels: pulumi.StringMap{"app.kubernetes.io/part-of": pulumi.String("igwlab")}},
+			Labels: pulumi.StringMap{LabPartOf: pulumi.String(LabName)}},
 		Data: pulumi.StringMap{"deployment": pulumi.Sprintf("spec:\n  replicas: %d\n", args.Replicas)},
 	}, child(c, opts, dependsOn(args.Backend.Namespace))...)
 	if err != nil {

@@ -32,6 +32,12 @@ const (
 	FortioImage       = "fortioImage"
 	GatewayAPIVersion = "gatewayApiVersion"
 	GatewayReplicas   = "gatewayReplicas"
+	// GatewayServiceType is the gateway Service's type: LoadBalancer on k3d (bound to
+	// 127.0.0.1 by k3d), ClusterIP elsewhere unless the stack exposes it deliberately.
+	GatewayServiceType = "gatewayServiceType"
+	// InstallGatewayAPICRDs applies the Gateway API CRDs (false: the cluster's own, as GKE
+	// and AKS manage them).
+	InstallGatewayAPICRDs = "installGatewayApiCrds"
 	// GatewayRestartedAt, GatewayMaxSurge, GatewayMaxUnavailable and GatewayPush are the
 	// pool changes of a scenario's events (a rolling restart, its strategy, a config push),
 	// which the runner sets before a pulumi up (infra/rollout.go).
@@ -77,8 +83,8 @@ const (
 // refused, so that a misspelt one is not ignored.
 var All = []string{
 	APIPort, BuildImages, Cluster, ClusterName, FortioImage, GatewayAdmins, GatewayAPIVersion, GatewayURL,
-	GatewayCPULimit, GatewayCPURequest, GatewayDrainDuration, GatewayMaxSurge, GatewayMaxUnavailable, GatewayPush, GatewayReplicas, GatewayRestartedAt, GrafanaPassword,
-	H2dialImage, HostPort, HTTPBinImage, InstallUpstream, IstioVersion, JWKS, JWTKey, K3sImage,
+	GatewayCPULimit, GatewayCPURequest, GatewayDrainDuration, GatewayMaxSurge, GatewayMaxUnavailable, GatewayPush, GatewayReplicas, GatewayRestartedAt, GatewayServiceType, GrafanaPassword,
+	H2dialImage, HostPort, HTTPBinImage, InstallGatewayAPICRDs, InstallUpstream, IstioVersion, JWKS, JWTKey, K3sImage,
 	Knobs, KubeContext, KubePrometheusStackVersion, Kubeconfig, Monitoring, Platform, Profile, PrometheusURL, ProxyConcurrency,
 	RenderAllScenarios, RenderDir, Scenario, SkipAwait, UpstreamDir, Verify, VerifyTimeout,
 	WaypointAdmins, WaypointReplicas,

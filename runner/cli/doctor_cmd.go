@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/igwlab/igwlab/infra"
 	"github.com/igwlab/igwlab/runner/cli/app"
 	"github.com/igwlab/igwlab/runner/doctor"
-	"github.com/igwlab/igwlab/runner/pulumistack"
 )
 
 // doctorCmd checks what the real lab needs before anything is created, and says how to fix
@@ -22,18 +22,29 @@ func doctorCmd(e *app.Env) *cobra.Command {
 	return c
 }
 
+// runDoctor reads the stack from its files (no Pulumi CLI, login or cluster needed; no stack
+// created or changed) and reports every check. --kubeconfig and --context check that cluster
+// as the stack's own (igwlab:cluster existing), so a cluster can be checked before its stack
+// is set up.
 func runDoctor(ctx context.Context, sf *app.StackFlags, stdout io.Writer) error {
 	if err := sf.Check(); err != nil {
 		return err
 	}
-	st, _, err := pulumistack.OpenFor(ctx, stackOptions(sf), "")
+	dir, err := infra.RepoRoot()
 	if err != nil {
 		return err
 	}
-	r, err := doctor.ForStack(ctx, st)
+	if sf.InlineDir != "" {
+		dir = sf.InlineDir
+	}
+	st, err := doctor.ReadStack(dir, sf.Name)
 	if err != nil {
 		return err
 	}
+	if sf.Kubeconfig != "" || sf.Context != "" {
+		st = st.OnCluster(sf.Kubeconfig, sf.Context)
+	}
+	r := doctor.Run(ctx, doctor.Options{Stack: st, Tools: doctor.Exec{}, PortBusy: doctor.PortBusy, Cluster: doctor.Connect, ProjectDir: dir})
 	r.Write(stdout)
 	if r.Failed() {
 		return errors.New("the machine is not ready for the real lab: fix what is marked FAIL above")

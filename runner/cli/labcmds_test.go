@@ -224,16 +224,17 @@ func TestKubeconfigCommand(t *testing.T) {
 }
 
 // TestREADMEStatesTheRealLabSuiteTime: docs/real-lab.md's time for a full real-lab suite is what
-// `igwlab scenarios --target k3d` adds up from the catalog and Pulumi.lab.yaml, so neither a
-// new scenario nor a new drain time can leave it stale; the 45 s comparison is checked too.
+// `igwlab scenarios --target k3d` adds up from the catalog and the lab's settings in Pulumi.yaml
+// (a stack with no file of its own), so neither a new scenario nor a new drain time can leave it
+// stale; the 45 s comparison is checked too.
 func TestREADMEStatesTheRealLabSuiteTime(t *testing.T) {
 	var out, errb bytes.Buffer
-	if err := Run(context.Background(), []string{"scenarios", "--target", "k3d"}, &out, &errb); err != nil {
+	if err := Run(context.Background(), []string{"scenarios", "--target", "k3d", "--stack", "igwlab-docs-probe"}, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`total on k3d: (\S+) for (\d+) scenario runs \(drain (\S+) \(Pulumi\.lab\.yaml\)`).FindStringSubmatch(out.String())
+	m := regexp.MustCompile(`total on k3d: (\S+) for (\d+) scenario runs \(drain (\S+) \(Pulumi\.yaml\)`).FindStringSubmatch(out.String())
 	if m == nil {
-		t.Fatalf("no total (with the drain time read from Pulumi.lab.yaml) in:\n%s", out.String())
+		t.Fatalf("no total (with the drain time read from Pulumi.yaml) in:\n%s", out.String())
 	}
 	root, _ := infra.RepoRoot()
 	readme, err := os.ReadFile(filepath.Join(root, "docs", "real-lab.md"))

@@ -3,47 +3,47 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"golang.org/x/mod/semver"
 
 	"github.com/igwlab/igwlab/infra"
-	"github.com/igwlab/igwlab/runner/pulumistack"
 )
 
 // MinK3d is the oldest k3d the cluster script supports (infra/k3d-cluster.sh K3D_MIN).
 const MinK3d = "5.8.0"
 
-// Cluster is what the doctor reads of a cluster of the user's.
-type Cluster interface {
-	// Identity is the API server's address and the kube-system namespace's UID, which names
-	// one cluster whatever kubeconfig reaches it.
-	Identity(ctx context.Context) (server, uid string, err error)
-	// Allocatable is the CPU (millicores) every schedulable node offers.
-	Allocatable(ctx context.Context) ([]int64, error)
-}
-
 // Options are what the doctor checks against.
 type Options struct {
-	Config infra.Config // the stack's config: the cluster kind, the ports, what the lab requests
-	Tools  Tools
+	// Stack is the stack's config, read from its files (ReadStack) or through Pulumi (ForStack).
+	Stack Stack
+	Tools Tools
 	// PortBusy reports whether a port on 127.0.0.1 is taken.
 	PortBusy func(port int) bool
-	// Cluster reaches the user's cluster (igwlab:cluster existing); nil skips those checks.
-	Cluster Cluster
+	// Cluster reaches a cluster of the user's (igwlab:cluster existing) with a kubeconfig and
+	// context and reads it; nil skips those checks.
+	Cluster func(ctx context.Context, kubeconfig, kubeContext string) (ClusterFacts, error)
+	// ProjectDir is the Pulumi project's folder, where the stack is looked up ("": here).
+	ProjectDir string
+	// StackOpen says the stack is open already (up and suite): logged in, the stack there.
+	StackOpen bool
 }
 
-// Run runs every check and returns them all, so that one run shows everything to fix.
+// Run runs every check and returns them all, so that one run shows everything to fix. It
+// creates and changes nothing: no stack, no cluster, no file.
 func Run(ctx context.Context, o Options) Report {
-	var r Report
-	k3d := o.Config.Cluster == infra.ClusterK3d
+	cfg := o.Stack.Config
+	r := Report{configCheck(o.Stack)}
+	k3d := cfg.Cluster == infra.ClusterK3d
 	if k3d {
 		r = append(r, dockerChecks(ctx, o)...)
-		r = append(r, versionCheck(ctx, o.Tools, "k3d", MinK3d, k3dVersion, "install k3d "+MinK3d+" or later (https://k3d.io/#installation)"))
+		k := versionCheck(ctx, o.Tools, "k3d", MinK3d, k3dVersion, "install k3d "+MinK3d+" or later (https://k3d.io/#installation)")
+		r = append(r, k)
+		if k.Status == OK {
+			r = append(r, labClusterCheck(ctx, o))
+		}
 	}
-	r = append(r, versionCheck(ctx, o.Tools, "pulumi", pulumistack.MinCLI, pulumiVersion,
-		"install the Pulumi CLI "+pulumistack.MinCLI+" or later (https://www.pulumi.com/docs/install/): older ones only warn when the lab's checks fail"))
+	r = append(r, pulumiChecks(ctx, o)...)
 	// The lab runs without kubectl, but every step of the README that looks at it uses it.
 	kubectl := toolCheck(o.Tools, "kubectl", "install kubectl (https://kubernetes.io/docs/tasks/tools/): the real lab's steps in the guide and the lab's messages use it")
 	if kubectl.Status == Fail {
@@ -54,11 +54,12 @@ func Run(ctx context.Context, o Options) Report {
 		for _, p := range []struct {
 			key  string
 			port int
-		}{{"hostPort", o.Config.HostPort}, {"apiPort", o.Config.APIPort}} {
+		}{{"hostPort", cfg.HostPort}, {"apiPort", cfg.APIPort}} {
 			r = append(r, portCheck(ctx, o, p.key, p.port))
 		}
 	} else if o.Cluster != nil {
-		r = append(r, clusterChecks(ctx, o)...)
+		facts, err := o.Cluster(ctx, cfg.Kubeconfig, cfg.KubeContext)
+		r = append(r, clusterChecks(ctx, o, facts, err)...)
 	}
 	return r
 }
@@ -112,67 +113,6 @@ func pulumiVersion(ctx context.Context, t Tools) (string, error) {
 		return "", err
 	}
 	return strings.TrimSpace(out), nil
-}
-
-// dockerChecks: Docker reachable, and its VM's CPUs and memory against what the lab requests on
-// k3d's nodes, each of which reports the whole VM as its own.
-func dockerChecks(ctx context.Context, o Options) Report {
-	const fixDocker = "install Docker (Docker Engine, Docker Desktop, colima) and start it"
-	if c := toolCheck(o.Tools, "docker", fixDocker); c.Status != OK {
-		return Report{c}
-	}
-	out, err := o.Tools.Output(ctx, "docker", "info", "--format", "{{.NCPU}} {{.MemTotal}} {{.ServerVersion}}")
-	f := strings.Fields(out)
-	if err != nil || len(f) < 3 {
-		return Report{{"docker", Fail, fmt.Sprintf("Docker is not reachable (docker info: %v)", oneLine(err, out)), "start Docker, then run this again"}}
-	}
-	ncpu, err1 := strconv.Atoi(f[0])
-	mem, err2 := strconv.ParseInt(f[1], 10, 64)
-	if err1 != nil || err2 != nil {
-		return Report{{"docker", Fail, fmt.Sprintf("docker info gave %q, not CPUs and memory", out), fixDocker}}
-	}
-	r := Report{{"docker", OK, fmt.Sprintf("Docker %s, %d CPUs, %s", f[2], ncpu, gib(mem)), ""}}
-	r = append(r, cpuCheck(o.Config, infra.K3dNodes, infra.Nodes(infra.K3dNodes, int64(ncpu)*1000),
-		fmt.Sprintf("the Docker VM has %d CPUs, which each of k3d's %d nodes reports as its own", ncpu, infra.K3dNodes),
-		"give the Docker VM at least %d CPUs (Docker Desktop: Settings > Resources; colima start --cpu %[1]d)"))
-	need := infra.Total(o.Config.Requests(infra.K3dNodes)).MemBytes
-	if need > mem {
-		r = append(r, Check{"memory", Fail, fmt.Sprintf("the lab requests %s and the Docker VM has %s, shared by all %d nodes", gib(need), gib(mem), infra.K3dNodes),
-			fmt.Sprintf("give the Docker VM at least %s of memory (Docker Desktop: Settings > Resources; colima start --memory N)", gib(need+1<<30))})
-	} else {
-		r = append(r, Check{"memory", OK, fmt.Sprintf("the lab requests %s of the VM's %s", gib(need), gib(mem)), ""})
-	}
-	return r
-}
-
-// cpuCheck places the lab's pods on nodes offering alloc (millicores each) as the scheduler
-// would; fix is a format with the CPUs per node that would do.
-func cpuCheck(cfg infra.Config, nodes int, alloc []int64, where, fix string) Check {
-	groups := cfg.Requests(nodes)
-	tot := infra.Total(groups)
-	pending := infra.Unschedulable(groups, alloc)
-	if len(pending) == 0 {
-		return Check{"cpu", OK, fmt.Sprintf("the lab requests %.1f CPUs; %s: everything fits", float64(tot.CPUMilli)/1000, where), ""}
-	}
-	perNode := int64(1)
-	for ; perNode < 256 && len(infra.Unschedulable(groups, infra.Nodes(nodes, perNode*1000))) > 0; perNode++ {
-	}
-	fixText := fmt.Sprintf(fix, perNode)
-	if small := cfg.WithProfile(infra.ProfileSmall); cfg.Profile != infra.ProfileSmall && len(infra.Unschedulable(small.Requests(nodes), alloc)) == 0 {
-		fixText += fmt.Sprintf(", or run the small lab (%d gateway pods, one of each backend; the robust findings held at that size on the local target): pulumi config set igwlab:profile small -s lab (and pulumi config rm igwlab:gatewayReplicas -s lab if it is set: it overrides the profile)",
-			small.GatewayReplicas)
-	} else {
-		for n := cfg.GatewayReplicas - 1; n >= 2; n-- {
-			smaller := cfg
-			smaller.GatewayReplicas = n
-			if len(infra.Unschedulable(smaller.Requests(nodes), alloc)) == 0 {
-				fixText += fmt.Sprintf(", or run fewer gateway pods: pulumi config set igwlab:gatewayReplicas %d -s lab", n)
-				break
-			}
-		}
-	}
-	return Check{"cpu", Fail, fmt.Sprintf("the lab requests %.1f CPUs; %s, so %d pods would stay Pending (%s) until the install times out",
-		float64(tot.CPUMilli)/1000, where, len(pending), summary(pending)), fixText}
 }
 
 func summary(pods []string) string {

@@ -3,6 +3,7 @@ package doctor
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/igwlab/igwlab/infra"
+	"github.com/igwlab/igwlab/internal/stackfile"
 	"github.com/igwlab/igwlab/internal/testutil"
 )
 
@@ -28,17 +30,38 @@ func fakeTools(t *testing.T, scripts map[string]string) {
 	t.Setenv("PATH", dir)
 }
 
+// The fakes answer as the real tools do: docker info's --format template, docker ps -a with
+// a label filter (the lab's k3d server node: "owner|state") and with a publish filter (a port's
+// holder), k3d's and pulumi's version lines, pulumi whoami --verbose and stack ls --json.
 const (
 	dockerWith2CPUs = `case "$1" in
 info) echo "2 8232873984 28.3.2" ;;
+buildx) echo "github.com/docker/buildx v0.22.0 1a3e7d2" ;;
 ps) case "$3" in publish=*) echo "pgadmin" ;; esac ;;
 esac`
-	k3d583      = `echo "k3d version v5.8.3"; echo "k3s version v1.31.5-k3s1 (default)"`
-	pulumiOld   = `echo "v3.230.0"`
-	pulumiFresh = `echo "v3.274.1"`
+	k3d583    = `echo "k3d version v5.8.3"; echo "k3s version v1.31.5-k3s1 (default)"`
+	pulumiOld = `case "$*" in
+version) echo "v3.230.0" ;;
+whoami*) printf 'User: dev\nOrganizations: \nBackend URL: file:///home/dev/.pulumi\n' ;;
+*"stack ls"*) echo '[]' ;;
+esac`
+	pulumiFresh = `case "$*" in
+version) echo "v3.274.1" ;;
+whoami*) printf 'User: dev\nOrganizations: \nBackend URL: file:///home/dev/.pulumi\n' ;;
+*"stack ls"*) echo '[{"name":"lab","current":true}]' ;;
+esac`
 	dockerWith8 = `case "$1" in info) echo "8 16465747968 28.3.2" ;; esac`
 	kubectlStub = `exit 0`
 )
+
+// dockerWithLab is Docker with n CPUs whose ps -a shows the lab's k3d server node as owner|state,
+// and its load balancer holding the published ports.
+func dockerWithLab(n int, server string) string {
+	return fmt.Sprintf(`case "$1" in
+info) echo "%d 16465747968 28.3.2" ;;
+ps) case "$*" in *k3d.cluster=*) echo %q ;; *publish=*) echo "k3d-igw-tc-lab-serverlb" ;; esac ;;
+esac`, n, server)
+}
 
 // A first-time user's laptop: Docker with 2 CPUs, an old Pulumi CLI, the gateway's host port
 // taken, no kubectl. Each is reported with its fix, and the report fails.
@@ -52,7 +75,7 @@ func TestDoctorReportsWhatAFirstRunWouldHit(t *testing.T) {
 	cfg := infra.Defaults
 	cfg.HostPort = l.Addr().(*net.TCPAddr).Port
 	cfg.APIPort = testutil.FreePort(t)
-	r := Run(context.Background(), Options{Config: cfg, Tools: Exec{}, PortBusy: PortBusy})
+	r := Run(context.Background(), Options{Stack: stackOf(cfg), Tools: Exec{}, PortBusy: PortBusy})
 	var b bytes.Buffer
 	r.Write(&b)
 	out := strings.Join(strings.Fields(b.String()), " ")
@@ -90,11 +113,11 @@ func docsShowThisReport(t *testing.T, report string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, block, ok := strings.Cut(string(text), "```\nok    docker ")
+	_, block, ok := strings.Cut(string(text), "```\nok    config ")
 	if !ok {
-		t.Fatalf("%s shows no doctor report (a block opening with the docker check)", page)
+		t.Fatalf("%s shows no doctor report (a block opening with the config check)", page)
 	}
-	block, _, _ = strings.Cut("ok    docker "+block, "```")
+	block, _, _ = strings.Cut("ok    config "+block, "```")
 	lines := strings.Split(report, "\n")
 	for _, l := range strings.Split(strings.TrimRight(block, "\n"), "\n") {
 		if !slices.Contains(lines, l) {
@@ -105,7 +128,7 @@ func docsShowThisReport(t *testing.T, report string) {
 
 // A machine that has what the lab needs passes; the lab's own cluster may hold its ports.
 func TestDoctorPassesAReadyMachine(t *testing.T) {
-	fakeTools(t, map[string]string{"docker": dockerWith8 + "\n" + `case "$1" in ps) echo "k3d-igw-tc-lab-serverlb" ;; esac`,
+	fakeTools(t, map[string]string{"docker": dockerWithLab(10, "igwlab/lab|running"),
 		"k3d": k3d583, "pulumi": pulumiFresh, "kubectl": kubectlStub})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -114,7 +137,7 @@ func TestDoctorPassesAReadyMachine(t *testing.T) {
 	defer l.Close()
 	cfg := infra.Defaults
 	cfg.HostPort, cfg.APIPort = l.Addr().(*net.TCPAddr).Port, testutil.FreePort(t)
-	r := Run(context.Background(), Options{Config: cfg, Tools: Exec{}, PortBusy: PortBusy})
+	r := Run(context.Background(), Options{Stack: stackOf(cfg), Tools: Exec{}, PortBusy: PortBusy})
 	if r.Failed() {
 		var b bytes.Buffer
 		r.Write(&b)
@@ -125,31 +148,22 @@ func TestDoctorPassesAReadyMachine(t *testing.T) {
 // On a cluster of the user's: its identity, and its nodes' allocatable CPU against the lab's.
 func TestDoctorOnAnExistingCluster(t *testing.T) {
 	fakeTools(t, map[string]string{"pulumi": pulumiFresh, "kubectl": kubectlStub})
-	cfg := infra.Defaults
-	cfg.Cluster = infra.ClusterExisting
-	small := fakeCluster{server: "https://eks.example.com", uid: "4f1c", alloc: []int64{1930, 1930}}
-	r := Run(context.Background(), Options{Config: cfg, Tools: Exec{}, PortBusy: PortBusy, Cluster: small})
+	cfg := existing(infra.PlatformGeneric)
+	r := Run(context.Background(), Options{Stack: stackOf(cfg), Tools: Exec{}, PortBusy: PortBusy, Cluster: reach(facts(1930, 1930))})
 	var b bytes.Buffer
 	r.Write(&b)
 	out := strings.Join(strings.Fields(b.String()), " ")
-	for _, want := range []string{"ok cluster https://eks.example.com (kube-system 4f1c)", "FAIL cpu", "2 schedulable nodes offer 3.9", "add nodes of at least"} {
+	for _, want := range []string{"ok cluster https://eks.example.com (kube-system 4f1c), Kubernetes v1.33.5", "FAIL cpu", "2 schedulable nodes offer 3.9", "add nodes of at least"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report lacks %q:\n%s", want, b.String())
 		}
 	}
-	big := fakeCluster{server: "https://eks.example.com", uid: "4f1c", alloc: []int64{7910, 7910, 7910}}
-	if r := Run(context.Background(), Options{Config: cfg, Tools: Exec{}, PortBusy: PortBusy, Cluster: big}); r.Failed() {
-		t.Errorf("three 8-CPU nodes fail: %v", r)
+	if r := Run(context.Background(), Options{Stack: stackOf(cfg), Tools: Exec{}, PortBusy: PortBusy, Cluster: reach(facts(7910, 7910, 7910))}); r.Failed() {
+		var b bytes.Buffer
+		r.Write(&b)
+		t.Errorf("three 8-CPU nodes fail:\n%s", b.String())
 	}
 }
-
-type fakeCluster struct {
-	server, uid string
-	alloc       []int64
-}
-
-func (f fakeCluster) Identity(context.Context) (string, string, error) { return f.server, f.uid, nil }
-func (f fakeCluster) Allocatable(context.Context) ([]int64, error)     { return f.alloc, nil }
 
 // A Docker VM of 3 CPUs holds the small lab and not the full one: the doctor says so, with the
 // profile as the fix, and passes the small lab's stack on the same machine.
@@ -165,7 +179,7 @@ func TestDoctorSuggestsTheSmallLab(t *testing.T) {
 	} {
 		cfg := infra.Defaults.WithProfile(tc.profile)
 		cfg.HostPort, cfg.APIPort = testutil.FreePort(t), testutil.FreePort(t)
-		r := Run(context.Background(), Options{Config: cfg, Tools: Exec{}, PortBusy: PortBusy})
+		r := Run(context.Background(), Options{Stack: stackOf(cfg), Tools: Exec{}, PortBusy: PortBusy})
 		var b bytes.Buffer
 		r.Write(&b)
 		if out := strings.Join(strings.Fields(b.String()), " "); !strings.Contains(out, tc.want) {
@@ -175,4 +189,31 @@ func TestDoctorSuggestsTheSmallLab(t *testing.T) {
 			t.Errorf("profile %s: failed = %v", tc.profile, failed)
 		}
 	}
+}
+
+// stackOf is a stack named lab with cfg, as ReadStack would give it.
+func stackOf(cfg infra.Config) Stack {
+	return Stack{Name: "lab", Config: cfg, File: stackfile.Config{StackFile: "Pulumi.lab.yaml", StackFileExists: true}}
+}
+
+// existing is the lab on a cluster of the user's, on platform.
+func existing(platform string) infra.Config {
+	cfg := infra.Defaults
+	cfg.Cluster, cfg.Kubeconfig, cfg.Platform = infra.ClusterExisting, "/tmp/kubeconfig", platform
+	cfg.Images.H2dialPushed = "registry.example.com/igwlab/h2dial:v1"
+	return cfg
+}
+
+// facts is a cluster admin's view of an amd64 cluster of Kubernetes 1.33 whose schedulable
+// nodes offer the given CPUs, with nothing installed.
+func facts(cpus ...int64) ClusterFacts {
+	f := ClusterFacts{Server: "https://eks.example.com", UID: "4f1c", Version: "v1.33.5", Minor: 33, ClusterAdmin: true}
+	for i, c := range cpus {
+		f.Nodes = append(f.Nodes, NodeFacts{Name: fmt.Sprintf("node-%d", i), Arch: "amd64", CPUMilli: c, Schedulable: true})
+	}
+	return f
+}
+
+func reach(f ClusterFacts) func(context.Context, string, string) (ClusterFacts, error) {
+	return func(context.Context, string, string) (ClusterFacts, error) { return f, nil }
 }

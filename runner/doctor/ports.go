@@ -20,7 +20,7 @@ func portCheck(ctx context.Context, o Options, key string, port int) Check {
 	if out, err := o.Tools.Output(ctx, "docker", "ps", "--filter", "publish="+strconv.Itoa(port), "--format", "{{.Names}}"); err == nil {
 		holder = strings.Fields(out + " ")[0]
 	}
-	if holder != "" && strings.HasPrefix(holder, "k3d-"+o.Config.ClusterName+"-") {
+	if holder != "" && strings.HasPrefix(holder, "k3d-"+o.Stack.Config.ClusterName+"-") {
 		return Check{name, OK, "held by the lab's own cluster (" + holder + ")", ""}
 	}
 	by := "a process on 127.0.0.1"
@@ -28,7 +28,7 @@ func portCheck(ctx context.Context, o Options, key string, port int) Check {
 		by = "container " + holder
 	}
 	return Check{name, Fail, fmt.Sprintf("in use by %s (igwlab:%s)", by, key),
-		fmt.Sprintf("free it (another k3d cluster: k3d cluster stop <name>) or pick another: pulumi config set igwlab:%s <port> -s lab", key)}
+		fmt.Sprintf("free it (another k3d cluster: k3d cluster stop <name>) or pick another: pulumi config set igwlab:%s <port> -s %s", key, o.Stack.Name)}
 }
 
 // PortBusy reports whether 127.0.0.1:port is taken: it cannot be listened on.
@@ -39,28 +39,6 @@ func PortBusy(port int) bool {
 	}
 	l.Close()
 	return false
-}
-
-// clusterChecks: the user's cluster is reachable, named by its kube-system UID, and offers the
-// CPU the lab requests.
-func clusterChecks(ctx context.Context, o Options) Report {
-	server, uid, err := o.Cluster.Identity(ctx)
-	if err != nil {
-		return Report{{"cluster", Fail, "not reachable: " + err.Error(),
-			"check igwlab:kubeconfig and igwlab:kubeContext (kubectl --context <context> get ns kube-system)"}}
-	}
-	r := Report{{"cluster", OK, fmt.Sprintf("%s (kube-system %s)", server, uid), ""}}
-	alloc, err := o.Cluster.Allocatable(ctx)
-	if err != nil || len(alloc) == 0 {
-		return append(r, Check{"cpu", Warn, fmt.Sprintf("no schedulable node's allocatable CPU could be read (%v)", err), "kubectl get nodes -o wide"})
-	}
-	var sum int64
-	for _, a := range alloc {
-		sum += a
-	}
-	return append(r, cpuCheck(o.Config, len(alloc), alloc,
-		fmt.Sprintf("%d schedulable nodes offer %.1f", len(alloc), float64(sum)/1000),
-		"add nodes of at least %d CPUs, or ask for less: pulumi config set igwlab:gatewayReplicas 3 -s lab"))
 }
 
 // Exec is the machine's own tools.

@@ -108,10 +108,10 @@ func (c *Config) memoryLimit() int64 {
 	return c.MemoryLimit
 }
 
-// HTTP/2 codecs Envoy can use downstream.
+// HTTP/2 codecs Envoy can use downstream (which one each release defaults to: stacks.EnvoyReleases).
 const (
-	CodecOghttp2 = "oghttp2"
-	CodecNghttp2 = "nghttp2"
+	CodecOghttp2 = stacks.CodecOghttp2
+	CodecNghttp2 = stacks.CodecNghttp2
 )
 
 // DefaultListenerDrainTime is Istio's default drainDuration (ProxyConfig), which its proxy

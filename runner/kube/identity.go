@@ -27,13 +27,16 @@ func (k *Client) Allocatable(ctx context.Context) ([]int64, error) {
 	}
 	var out []int64
 	for _, n := range nodes.Items {
-		if n.Spec.Unschedulable || tainted(n) {
-			continue
+		if Schedulable(n) {
+			out = append(out, n.Status.Allocatable.Cpu().MilliValue())
 		}
-		out = append(out, n.Status.Allocatable.Cpu().MilliValue())
 	}
 	return out, nil
 }
+
+// Schedulable reports whether the scheduler may place the lab's pods on a node: not cordoned,
+// and no NoSchedule or NoExecute taint.
+func Schedulable(n corev1.Node) bool { return !n.Spec.Unschedulable && !tainted(n) }
 
 func tainted(n corev1.Node) bool {
 	for _, t := range n.Spec.Taints {

@@ -10,22 +10,25 @@ import (
 
 // inlineWorkspace is the folder an inline stack's workspace lives in ("": one the Automation API
 // makes). An inline stack runs the same program as `pulumi up -s <name>`, so it takes the same
-// config: the repository's Pulumi.<name>.yaml is copied into its workspace, and copied again
-// whenever it is newer than the workspace's copy (the user edited it). Without the copy the
-// stack would run on the program's defaults alone, and with monitoring on be refused for a
-// Grafana secret the user did set, in the file.
+// config: the repository's Pulumi.yaml (the project, whose config holds the lab's defaults) and
+// Pulumi.<name>.yaml (the stack's own settings) are copied into its workspace, and copied again
+// whenever one is newer than the workspace's copy (the user edited it). Without them the stack
+// would run on the program's defaults alone, not on the settings the user made.
 func inlineWorkspace(o Options) (string, error) {
 	dir := o.InlineDir
-	src := ""
+	var srcs []string
 	if o.WorkDir != "" {
-		src = filepath.Join(o.WorkDir, "Pulumi."+o.Name+".yaml")
-		if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
-			src = ""
-		} else if err != nil {
-			return "", err
+		for _, name := range []string{"Pulumi.yaml", "Pulumi." + o.Name + ".yaml"} {
+			src := filepath.Join(o.WorkDir, name)
+			if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+				continue
+			} else if err != nil {
+				return "", err
+			}
+			srcs = append(srcs, src)
 		}
 	}
-	if dir == "" && src == "" {
+	if dir == "" && len(srcs) == 0 {
 		return "", nil
 	}
 	if dir == "" {
@@ -36,7 +39,7 @@ func inlineWorkspace(o Options) (string, error) {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	if src != "" {
+	for _, src := range srcs {
 		if err := copyIfNewer(src, filepath.Join(dir, filepath.Base(src))); err != nil {
 			return "", fmt.Errorf("the inline stack's config from %s: %w", src, err)
 		}

@@ -12,7 +12,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 
 	"github.com/igwlab/igwlab/infra"
+	"github.com/igwlab/igwlab/internal/stackfile"
 )
 
 // Stack is what the runner does with a Pulumi stack.
@@ -178,9 +178,7 @@ func (a *autoStack) Preview(ctx context.Context, changes map[string]string, prog
 
 // ConfigFile is where a stack's config lives in a project folder: Pulumi.<stack>.yaml (the
 // last part of an org/project/stack name).
-func ConfigFile(workDir, stackName string) string {
-	return filepath.Join(workDir, "Pulumi."+stackName[strings.LastIndex(stackName, "/")+1:]+".yaml")
-}
+func ConfigFile(workDir, stackName string) string { return stackfile.Path(workDir, stackName) }
 
 // configCopy copies the stack's config file (salt, secrets and all) to a temporary file.
 func (a *autoStack) configCopy() (string, error) {

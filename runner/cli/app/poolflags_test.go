@@ -22,7 +22,7 @@ func TestPoolFlagsBadInput(t *testing.T) {
 			{[]string{"--client-rtt", "2s"}, "--client-rtt 2s: allowed 0..1s"},
 			{[]string{"--upstream-rtt", "-1s"}, "--upstream-rtt -1s: allowed 0..1s"},
 			{[]string{"--rtt", "20"}, `invalid argument "20" for "--rtt" flag`},
-			{[]string{"--envoy-defaults", "1.37"}, `--envoy-defaults "1.37": allowed 1.35 (Istio 1.27), 1.36 (Istio 1.28)`},
+			{[]string{"--envoy-defaults", "1.40"}, `--envoy-defaults "1.40": allowed 1.35 (Istio 1.27), 1.36 (Istio 1.28), 1.37 (Istio 1.29)`},
 			{[]string{"--cpu-limit", "3x"}, `--cpu-limit "3x": allowed 100m..64 cores (2, 0.5 or 1500m), or none`},
 			{[]string{"--cpu-limit", "65"}, `--cpu-limit "65": allowed 100m..64 cores`},
 			{[]string{"--cpu-request", "none"}, `--cpu-request "none": allowed 100m..64 cores (2, 0.5 or 1500m)`},

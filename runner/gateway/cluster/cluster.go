@@ -50,6 +50,9 @@ type ClusterOptions struct {
 	DrainTimeout time.Duration
 	// OnClose runs when the target is closed (it releases the stack's lock).
 	OnClose func()
+	// Departures are where this lab runs every scenario differently from what the lab asks
+	// for (a k3d lab whose pods share fewer real cores than they request: doctor.HostShared).
+	Departures []stacks.Departure
 }
 
 // DrainMargin is what the wait for drained listeners allows beyond the gateway's drain time:
@@ -112,7 +115,7 @@ func (c *Cluster) Info(ctx context.Context) (gateway.Info, error) {
 	}
 	wp, _ := c.Pods(ctx, gateway.Waypoint)
 	return gateway.Info{Name: c.o.Name, Pods: len(pods), Concurrency: si.Concurrency, Waypoints: len(wp),
-		Endpoint: ServiceAddr, Details: map[string]any{"envoy": si.Version}, EnvoyDefaults: envoyMinor(si.Version)}, nil
+		Endpoint: ServiceAddr, Details: map[string]any{"envoy": si.Version}, EnvoyDefaults: envoyMinor(si.Version), Departures: c.o.Departures}, nil
 }
 
 // envoyMinor is the minor release in Envoy's server_info version

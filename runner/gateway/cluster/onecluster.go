@@ -39,7 +39,8 @@ func orDefault(v, def string) string {
 }
 
 func readStackCluster(ctx context.Context, st pulumistack.Stack) (stackCluster, error) {
-	cfg, err := doctor.FromStack(ctx, st)
+	// A value the program would refuse is the preflight's to report, with every other one.
+	cfg, _, err := doctor.FromStack(ctx, st)
 	return stackCluster{kind: cfg.Cluster, kubeconfig: cfg.Kubeconfig, context: cfg.KubeContext}, err
 }
 
@@ -59,7 +60,8 @@ func oneCluster(ctx context.Context, kind gateway.Kind, o gateway.Options, st pu
 		return sc, fmt.Errorf("--target k3d: stack %s applies to %s, not a k3d cluster; run --target existing, or set igwlab:cluster k3d", name, sc)
 	case kind == Existing && sc.kind != infra.ClusterExisting:
 		return sc, fmt.Errorf("--target existing: stack %s applies to %s, so every scenario switch would land there; "+
-			"point the stack at your cluster (pulumi config set igwlab:cluster existing -s %s, then igwlab:kubeconfig and igwlab:kubeContext), or run --target k3d",
+			"give your cluster a stack of its own (pulumi stack init gke, then pulumi config set igwlab:cluster existing -s gke, igwlab:kubeconfig and igwlab:kubeContext) "+
+			"and run with --stack gke, or run --target k3d. One stack holds one cluster: pointing %s elsewhere would delete its k3d cluster",
 			name, sc, name)
 	}
 	return sc, useClusterFlags(&sc, o.Stack, o.Progress, func(k, v string) error { return st.SetConfig(ctx, k, v, false) })
@@ -74,7 +76,7 @@ func useClusterFlags(sc *stackCluster, so gateway.StackOptions, progress io.Writ
 	name := so.Name
 	if sc.kind != infra.ClusterExisting {
 		if so.Kubeconfig != "" || so.Context != "" {
-			return fmt.Errorf("--kubeconfig/--context: stack %s applies to %s, reached through its kubeconfig output; drop them, or point the stack at your cluster (igwlab:cluster existing)", name, sc)
+			return fmt.Errorf("--kubeconfig/--context: stack %s applies to %s, reached through its kubeconfig output; drop them, or give your cluster a stack of its own (pulumi stack init gke; igwlab:cluster existing there) and run with --stack gke", name, sc)
 		}
 		return nil
 	}

@@ -3,16 +3,14 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/igwlab/igwlab/infra"
 	"github.com/igwlab/igwlab/internal/configkey"
+	"github.com/igwlab/igwlab/internal/stackfile"
 	"github.com/igwlab/igwlab/runner/doctor"
 	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/kube"
@@ -104,12 +102,20 @@ func openOn(ctx context.Context, kind gateway.Kind, o gateway.Options, st pulumi
 		return nil, err
 	}
 	kc.Timeout = gateway.AdminTimeout
+	var deps []stacks.Departure
+	if kind == K3d {
+		cfg, _, _ := doctor.FromStack(ctx, st)
+		if d := doctor.HostShared(ctx, doctor.Exec{}, cfg); d != nil {
+			deps = append(deps, *d)
+		}
+	}
 	return NewCluster(ClusterOptions{Name: string(kind), Kube: kc, Stack: st, Progress: o.Progress,
-		DrainTimeout: drain, OnClose: release}), nil
+		DrainTimeout: drain, OnClose: release, Departures: deps}), nil
 }
 
-// Timing reads the drain time and workers per pod from the stack's config file (without
-// Pulumi: a plain read of Pulumi.<stack>.yaml), falling back to the program's defaults.
+// Timing reads the drain time and workers per pod from the stack's config (without Pulumi: a
+// plain read of Pulumi.yaml's defaults under Pulumi.<stack>.yaml), falling back to the
+// program's defaults.
 func Timing(o gateway.Options) (gateway.Timing, error) {
 	stackName := o.Stack.Name
 	drain, workers := infra.Defaults.GatewayDrainDuration, infra.Defaults.ProxyConcurrency
@@ -117,28 +123,20 @@ func Timing(o gateway.Options) (gateway.Timing, error) {
 	if err != nil {
 		return gateway.Timing{}, err
 	}
-	path := pulumistack.ConfigFile(root, stackName)
-	b, err := os.ReadFile(path)
+	f, err := stackfile.Read(root, stackName)
 	if err != nil {
 		return gateway.Timing{}, fmt.Errorf("--stack %s: %w", stackName, err)
 	}
-	var file struct {
-		Config map[string]any `yaml:"config"`
-	}
-	if err := yaml.Unmarshal(b, &file); err != nil {
-		return gateway.Timing{}, fmt.Errorf("%s: %w", path, err)
-	}
-	rel := filepath.Base(path)
 	from := "default"
-	if raw, ok := file.Config[configkey.Full(configkey.GatewayDrainDuration)].(string); ok {
+	if raw, ok := f.Values[configkey.Full(configkey.GatewayDrainDuration)]; ok {
 		if drain, err = infra.ParseDrainDuration(raw); err != nil {
-			return gateway.Timing{}, fmt.Errorf("%s: %w", rel, err)
+			return gateway.Timing{}, fmt.Errorf("%s: %w", f.From[configkey.Full(configkey.GatewayDrainDuration)], err)
 		}
-		from = rel
+		from = f.From[configkey.Full(configkey.GatewayDrainDuration)]
 	}
-	if raw, ok := file.Config[configkey.Full(configkey.ProxyConcurrency)]; ok {
-		if workers, err = strconv.Atoi(strings.TrimSpace(fmt.Sprint(raw))); err != nil || workers < 1 {
-			return gateway.Timing{}, fmt.Errorf("%s: %s %v: allowed a whole number >= 1", rel, configkey.Full(configkey.ProxyConcurrency), raw)
+	if raw, ok := f.Values[configkey.Full(configkey.ProxyConcurrency)]; ok {
+		if workers, err = strconv.Atoi(strings.TrimSpace(raw)); err != nil || workers < 1 {
+			return gateway.Timing{}, fmt.Errorf("%s: %s %v: allowed a whole number >= 1", f.From[configkey.Full(configkey.ProxyConcurrency)], configkey.Full(configkey.ProxyConcurrency), raw)
 		}
 	}
 	return gateway.Timing{Drain: drain, Workers: workers,

@@ -56,7 +56,7 @@ func (p *PoolFlags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&p.balance, "balance", emulator.BalanceRandom, "L4 balancer in front of the pods: random (kube-proxy), round-robin, source-hash")
 	fs.Uint64Var(&p.seed, "seed", 0, "seed for pod placement (0 = random each run)")
 	fs.DurationVar(&p.drainTime, "drain-time", LocalDrainTime, "how long a replaced listener's connections may drain before they are closed (Envoy's --drain-time-s; Istio's default is 45s)")
-	fs.StringVar(&p.codec, "http2-codec", emulator.CodecOghttp2, "Envoy's downstream HTTP/2 library: oghttp2 (Envoy 1.35's default) or nghttp2")
+	fs.StringVar(&p.codec, "http2-codec", "", "Envoy's downstream HTTP/2 library: oghttp2 or nghttp2 (default: the one the --envoy-defaults release runs: oghttp2 in 1.35 and 1.36, nghttp2 from 1.37)")
 	fs.DurationVar(&p.rtt, "rtt", 0, "round-trip time on both tiers, clients-gateway and gateway-upstream: every byte is delayed half of it each way (0..1s; 0: loopback's)")
 	fs.DurationVar(&p.clientRTT, "client-rtt", 0, "round-trip time between the clients and the gateway pods only, overriding --rtt for that tier (0..1s)")
 	fs.DurationVar(&p.upstreamRTT, "upstream-rtt", 0, "round-trip time between the gateway pods and their upstreams only, overriding --rtt for that tier (0..1s)")
@@ -210,11 +210,16 @@ func (p *PoolFlags) Config() (emulator.Config, error) {
 	} else {
 		c.StreamMemory = n
 	}
-	if _, err := stacks.LookupEnvoy(p.envoy); err != nil {
+	rel, err := stacks.LookupEnvoy(p.envoy)
+	if err != nil {
 		return c, fmt.Errorf("--envoy-defaults %q: allowed %s", p.envoy, envoyChoices())
 	}
-	if p.codec != emulator.CodecOghttp2 && p.codec != emulator.CodecNghttp2 {
-		return c, fmt.Errorf("--http2-codec %q: allowed %s (Envoy 1.35's default), %s", p.codec, emulator.CodecOghttp2, emulator.CodecNghttp2)
+	switch p.codec {
+	case "":
+		c.Codec = rel.Codec
+	case emulator.CodecOghttp2, emulator.CodecNghttp2:
+	default:
+		return c, fmt.Errorf("--http2-codec %q: allowed %s, %s (unset: Envoy %s's, %s)", p.codec, emulator.CodecOghttp2, emulator.CodecNghttp2, rel.Envoy, rel.Codec)
 	}
 	if err := c.Check(); err != nil {
 		return c, err

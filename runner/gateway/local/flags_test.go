@@ -107,8 +107,9 @@ func TestEnvoyDefaultsFlag(t *testing.T) {
 		args []string
 		want string // "" for no error
 	}{
-		{nil, ""}, {[]string{"--envoy-defaults", "1.36"}, ""},
-		{[]string{"--envoy-defaults", "1.37"}, `--envoy-defaults "1.37": allowed 1.35 (Istio 1.27), 1.36 (Istio 1.28)`},
+		{nil, ""}, {[]string{"--envoy-defaults", "1.36"}, ""}, {[]string{"--envoy-defaults", "1.39"}, ""},
+		{[]string{"--envoy-defaults", "1.40"}, `--envoy-defaults "1.40": allowed 1.35 (Istio 1.27), 1.36 (Istio 1.28), 1.37 (Istio 1.29), 1.38 (Istio 1.30), 1.39 (Istio 1.31)`},
+		{[]string{"--envoy-defaults", "1.39", "--http2-codec", "quiche"}, `--http2-codec "quiche": allowed oghttp2, nghttp2 (unset: Envoy 1.39's, nghttp2)`},
 		{[]string{"--envoy-defaults", "1.36.2"}, `--envoy-defaults "1.36.2": allowed`},
 		{[]string{"--envoy-defaults", ""}, `--envoy-defaults "": allowed`},
 	} {
@@ -119,6 +120,27 @@ func TestEnvoyDefaultsFlag(t *testing.T) {
 		_, err = p.Config()
 		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestEnvoyReleaseChoosesTheCodec: unless --http2-codec says otherwise, the pods run the codec
+// the --envoy-defaults release runs: oghttp2 in 1.35 and 1.36, nghttp2 from 1.37 (Istio 1.29).
+func TestEnvoyReleaseChoosesTheCodec(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "oghttp2"}, {[]string{"--envoy-defaults", "1.36"}, "oghttp2"}, {[]string{"--envoy-defaults", "1.37"}, "nghttp2"},
+		{[]string{"--envoy-defaults", "1.39"}, "nghttp2"}, {[]string{"--envoy-defaults", "1.39", "--http2-codec", "oghttp2"}, "oghttp2"},
+	} {
+		p, err := parsePool(t, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := p.Config()
+		if err != nil || c.Codec != tc.want {
+			t.Errorf("%v: codec %q (%v), want %s", tc.args, c.Codec, err, tc.want)
 		}
 	}
 }
