@@ -44,8 +44,9 @@ func TestAPIServerTierDoctor(t *testing.T) {
 	crd := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
 		"metadata": map[string]any{"name": "gateways.gateway.networking.k8s.io",
-			"annotations": map[string]any{"components.gke.io/component-name": "gateway-api-crds", "gateway.networking.k8s.io/bundle-version": "v1.2.1"},
-			"labels":      map[string]any{"addonmanager.kubernetes.io/mode": "NewerRevision"}},
+			"annotations": map[string]any{"components.gke.io/component-name": "gateway-api-crds", "gateway.networking.k8s.io/bundle-version": "v1.2.1",
+				"api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api/pull/2466"},
+			"labels": map[string]any{"addonmanager.kubernetes.io/mode": "NewerRevision"}},
 		"spec": map[string]any{"group": "gateway.networking.k8s.io", "scope": "Namespaced",
 			"names": map[string]any{"plural": "gateways", "singular": "gateway", "kind": "Gateway"},
 			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
