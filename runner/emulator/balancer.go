@@ -4,18 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/igwlab/igwlab/runner/model"
 )
 
-// Balance modes of the L4 balancer.
+// Balance modes of the L4 balancer (model.L4).
 const (
-	BalanceRandom     = "random"      // kube-proxy iptables: a random endpoint per connection
-	BalanceRoundRobin = "round-robin" // IPVS rr
-	BalanceSourceHash = "source-hash" // IPVS sh / an L4 LB with client affinity: one pod per client IP
+	BalanceRandom     = model.BalanceRandom
+	BalanceRoundRobin = model.BalanceRoundRobin
+	BalanceSourceHash = model.BalanceSourceHash
 )
 
 // L4 data paths.
@@ -37,8 +38,7 @@ type Balancer struct {
 	path    string
 	pods    func() []*Pod
 	mu      sync.Mutex
-	rng     *rand.Rand
-	rr      int
+	l4      *model.L4 // the pick (runner/model/balance.go)
 	conns   map[net.Conn]struct{}
 	opened  atomic.Int64
 	perPod  sync.Map // pod name -> *atomic.Int64 connections sent
@@ -61,8 +61,7 @@ func newBalancer(addr, mode, path string, seed uint64, pods func() []*Pod) (*Bal
 	if err != nil {
 		return nil, err
 	}
-	b := &Balancer{ln: ln, mode: mode, path: path, pods: pods, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		conns: map[net.Conn]struct{}{}}
+	b := &Balancer{ln: ln, mode: mode, path: path, pods: pods, l4: model.NewL4(mode, seed), conns: map[net.Conn]struct{}{}}
 	go b.accept()
 	return b, nil
 }
@@ -108,21 +107,13 @@ func (b *Balancer) pick(client net.Addr) *Pod {
 	if len(ready) == 0 {
 		return nil
 	}
+	ip := client.String()
+	if ta, ok := client.(*net.TCPAddr); ok {
+		ip = ta.IP.String()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	switch b.mode {
-	case BalanceRoundRobin:
-		b.rr++
-		return ready[b.rr%len(ready)]
-	case BalanceSourceHash:
-		ip := client.String()
-		if ta, ok := client.(*net.TCPAddr); ok {
-			ip = ta.IP.String()
-		}
-		return ready[hashAddr(ip)%uint32(len(ready))]
-	default:
-		return ready[b.rng.IntN(len(ready))]
-	}
+	return ready[b.l4.Pick(len(ready), ip)]
 }
 
 func (b *Balancer) forward(c net.Conn) {

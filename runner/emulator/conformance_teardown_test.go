@@ -130,13 +130,13 @@ func TestWorkerDrop(t *testing.T) {
 	first := w.Book(a, 300*time.Millisecond) // under way at once
 	w.Book(a, time.Second)
 	later := w.Book(b, 100*time.Millisecond)
-	if got := later.it.start.Sub(first.it.start); got < 1300*time.Millisecond-time.Millisecond {
+	if got := later.it.Start.Sub(first.it.Start); got < 1300*time.Millisecond-time.Millisecond {
 		t.Fatalf("b's work starts %s after a's, want 1.3s", got)
 	}
 	if freed := w.Drop(a); freed != time.Second {
 		t.Fatalf("dropped %s, want 1s", freed)
 	}
-	if got := later.it.start.Sub(first.it.start); got > 300*time.Millisecond+5*time.Millisecond {
+	if got := later.it.Start.Sub(first.it.Start); got > 300*time.Millisecond+5*time.Millisecond {
 		t.Fatalf("after the drop b's work starts %s after a's, want 300ms", got)
 	}
 	if err := later.Wait(t.Context()); err != nil {
@@ -160,7 +160,7 @@ func TestCrashBackOff(t *testing.T) {
 		{100 * time.Second, 80 * time.Second}, {200 * time.Second, 160 * time.Second}, {400 * time.Second, 300 * time.Second},
 		{700 * time.Second, 300 * time.Second}, {1400 * time.Second, 0}, {1401 * time.Second, 10 * time.Second},
 	} {
-		if got := b.delay(t0.Add(tc.at)); got != tc.want {
+		if got := b.Delay(t0.Add(tc.at)); got != tc.want {
 			t.Errorf("crash %d at %s: back-off %s, want %s", i+1, tc.at, got, tc.want)
 		}
 	}

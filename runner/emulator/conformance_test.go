@@ -169,9 +169,9 @@ func TestDefaultsAsIstioRunsThem(t *testing.T) {
 		t.Errorf("connection WINDOW_UPDATE: %v %+v, want %d", err, frames, 268435456-65535)
 	}
 	cfg := pod.cfg.Load()
-	if cfg.streamIdleTimeout != 0 || cfg.idleTimeout != time.Hour || cfg.drainTimeout != 5*time.Second || cfg.bufferLimit != 1<<20 {
+	if cfg.StreamIdleTimeout != 0 || cfg.IdleTimeout != time.Hour || cfg.DrainTimeout != 5*time.Second || cfg.BufferLimit != 1<<20 {
 		t.Errorf("defaults: stream idle %s (Istio: off), idle %s (1h), drain %s (5s), buffer %d (1 MiB)",
-			cfg.streamIdleTimeout, cfg.idleTimeout, cfg.drainTimeout, cfg.bufferLimit)
+			cfg.StreamIdleTimeout, cfg.IdleTimeout, cfg.DrainTimeout, cfg.BufferLimit)
 	}
 	if p.Config().Codec != CodecOghttp2 || p.Config().ListenerDrainTime != 45*time.Second {
 		t.Errorf("pool defaults: codec %s (Envoy 1.35: oghttp2), listener drain %s (Istio: 45s)", p.Config().Codec, p.Config().ListenerDrainTime)

@@ -24,6 +24,7 @@ func TestEnvoyReleaseDefaultsAreAdvertised(t *testing.T) {
 		{"1.35", stacks.Knobs{}, 2147483647, 268435456, 268435456 - 65535},
 		{"1.36", stacks.Knobs{}, 1024, 16777216, 25165824 - 65535},
 		{"1.36", knobs(t, "hcm.http2_protocol_options.max_concurrent_streams", "65536"), 65536, 16777216, 25165824 - 65535},
+		{"1.39", stacks.Knobs{}, 1024, 16777216, 25165824 - 65535},
 	} {
 		p := testPool(t, Config{Envoy: tc.envoy}, tc.k)
 		rc := dialRaw(t, p.Pods()[0].Addr(), true)
@@ -46,8 +47,8 @@ func TestEnvoyReleaseDefaultsAreAdvertised(t *testing.T) {
 		}
 		rc.c.Close()
 	}
-	if _, err := Start(Config{Pods: 1, Workers: 1, Envoy: "1.37"}); err == nil {
-		t.Error("Envoy 1.37 started a pool")
+	if _, err := Start(Config{Pods: 1, Workers: 1, Envoy: "1.40"}); err == nil {
+		t.Error("Envoy 1.40, a release the lab does not model, started a pool")
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/igwlab/igwlab/runner/model"
 )
 
 // serverConn serves one downstream HTTP/2 connection on one worker, split as Envoy splits it:
@@ -84,8 +86,7 @@ type serverConn struct {
 	// SETTINGS (oghttp2's max_inbound_concurrent_streams_), then the cap.
 	ackedMaxStreams uint32
 	requests        uint64
-	drain           drainState
-	drainReason     string
+	drain           model.Drain // the drain sequence (runner/model/conn.go)
 	closing         bool
 	idleTimer       *time.Timer
 	lastActive      time.Time
@@ -126,16 +127,16 @@ func newServerConn(h *hcm, w *Worker, cfg *listenerConfig, nc net.Conn) *serverC
 		h: h, w: w, cfg: cfg, nc: nc, opened: time.Now(), codec: h.pod.pool.cfg.Codec,
 		out: &bytes.Buffer{}, spare: &bytes.Buffer{}, kick: make(chan struct{}, 1),
 		streams: map[uint32]*stream{}, connSendWindow: 65535, peerInitWindow: 65535, prefaced: make(chan struct{}),
-		connRecvWindow: int64(cfg.connWindow), ackedMaxStreams: unlimitedStreams,
+		connRecvWindow: int64(cfg.ConnWindow), ackedMaxStreams: unlimitedStreams,
 	}
 	sc.peerMaxFrame.Store(16384)
 	sc.cond = sync.NewCond(&sc.mu)
 	sc.ctx, sc.cancel = context.WithCancel(context.Background())
-	sc.in.init(int(cfg.bufferLimit), h.pod.mem)
+	sc.in.init(int(cfg.BufferLimit), h.pod.mem)
 	sc.order.init()
 	sc.fr = http2.NewFramer(writerFunc(sc.encode), nil)
 	sc.henc = hpack.NewEncoder(&sc.hbuf)
-	sc.dec = newFrameDecoder(sc, sc.codec, cfg.maxRequestHeadersBytes())
+	sc.dec = newFrameDecoder(sc, sc.codec, maxRequestHeadersBytes())
 	sc.pc = newProtocolConstraints(cfg)
 	return sc
 }

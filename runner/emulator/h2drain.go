@@ -5,29 +5,23 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"github.com/igwlab/igwlab/runner/model"
 )
 
 // A connection's life after it is set up: the timers that end it (max_connection_duration,
 // idle_timeout), Envoy's two-step GOAWAY drain, and the teardown once its last stream is done.
 
-type drainState int
-
-const (
-	notDraining drainState = iota
-	noticeSent             // GOAWAY(2^31-1) sent, new streams still accepted until drain_timeout
-	finalSent              // GOAWAY(last id) sent, closing when the last stream ends
-)
-
 // armTimers starts max_connection_duration and idle_timeout.
 func (sc *serverConn) armTimers() {
-	if d := sc.cfg.maxConnDuration; d > 0 {
+	if d := sc.cfg.MaxConnDuration; d > 0 {
 		t := time.AfterFunc(d, func() {
 			sc.h.maxDurationReached.Inc()
 			sc.startDrain("max_connection_duration")
 		})
 		go func() { <-sc.ctx.Done(); t.Stop() }()
 	}
-	if d := sc.cfg.idleTimeout; d > 0 {
+	if d := sc.cfg.IdleTimeout; d > 0 {
 		sc.mu.Lock()
 		sc.idleTimer = time.AfterFunc(d, func() {
 			sc.h.cxIdleTimeout.Inc()
@@ -43,12 +37,10 @@ func (sc *serverConn) armTimers() {
 // notice; streams already open finish. It reports whether this call started the drain.
 func (sc *serverConn) startDrain(reason string) bool {
 	sc.mu.Lock()
-	if sc.drain != notDraining || sc.closing {
+	if sc.closing || !sc.drain.Start(reason) {
 		sc.mu.Unlock()
 		return false
 	}
-	sc.drain = noticeSent
-	sc.drainReason = reason
 	sc.mu.Unlock()
 	sc.h.drainStarted.Inc()
 	sc.h.pod.pool.obs.drains.Add(1)
@@ -57,17 +49,16 @@ func (sc *serverConn) startDrain(reason string) bool {
 		debug = []byte("graceful_shutdown") // oghttp2's StartGracefulShutdown says why
 	}
 	sc.writeGoAway(1<<31-1, http2.ErrCodeNo, debug)
-	time.AfterFunc(sc.cfg.drainTimeout, sc.finalGoAway)
+	time.AfterFunc(model.FinalAfter(sc.cfg), sc.finalGoAway)
 	return true
 }
 
 func (sc *serverConn) finalGoAway() {
 	sc.mu.Lock()
-	if sc.drain != noticeSent || sc.closing {
+	if sc.closing || !sc.drain.Final() {
 		sc.mu.Unlock()
 		return
 	}
-	sc.drain = finalSent
 	last := sc.lastStreamID()
 	empty := len(sc.streams) == 0
 	sc.mu.Unlock()
@@ -165,11 +156,11 @@ func (sc *serverConn) streamDone(st *stream) {
 		st.h2closed = true
 		sc.open--
 	}
-	sc.atCap = sc.h.pod.pool.obs.streams(int64(sc.open), int64(sc.cfg.maxConcurrentStreams), sc.atCap)
+	sc.atCap = sc.h.pod.pool.obs.streams(int64(sc.open), int64(sc.cfg.MaxConcurrentStreams), sc.atCap)
 	empty := len(sc.streams) == 0
-	final := sc.drain == finalSent
-	if empty && sc.idleTimer != nil && sc.drain == notDraining {
-		sc.idleTimer.Reset(sc.cfg.idleTimeout)
+	final := sc.drain.ClosesWhenIdle()
+	if empty && sc.idleTimer != nil && sc.drain.State == model.NotDraining {
+		sc.idleTimer.Reset(sc.cfg.IdleTimeout)
 	}
 	closing := sc.closing
 	sc.mu.Unlock()

@@ -32,8 +32,8 @@ type protocolConstraints struct {
 }
 
 func newProtocolConstraints(c *listenerConfig) protocolConstraints {
-	return protocolConstraints{maxOut: uint64(c.maxOutboundFrames), maxCtrl: uint64(c.maxOutboundControlFrames),
-		maxEmpty: uint64(c.maxEmptyFrames), maxPriority: uint64(c.maxPriorityPerStream), maxWU: uint64(c.maxWindowUpdatePerData)}
+	return protocolConstraints{maxOut: uint64(c.MaxOutboundFrames), maxCtrl: uint64(c.MaxOutboundControlFrames),
+		maxEmpty: uint64(c.MaxEmptyFrames), maxPriority: uint64(c.MaxPriorityPerStream), maxWU: uint64(c.MaxWindowUpdatePerData)}
 }
 
 // pending counts one frame written into the buffer.

@@ -52,13 +52,13 @@ func (sc *serverConn) consume(st *stream, n int64, inDispatch bool) {
 	sc.mu.Lock()
 	if st != nil && !st.recvDone && !st.h2closed {
 		st.consumed += n
-		if sc.windowUpdateDue(int64(sc.cfg.streamWindow), st.recvWindow, st.consumed) {
+		if sc.windowUpdateDue(int64(sc.cfg.StreamWindow), st.recvWindow, st.consumed) {
 			streamInc, st.consumed = st.consumed, 0
 			st.recvWindow += streamInc
 		}
 	}
 	sc.connConsumed += n
-	if sc.windowUpdateDue(int64(sc.cfg.connWindow), sc.connRecvWindow, sc.connConsumed) {
+	if sc.windowUpdateDue(int64(sc.cfg.ConnWindow), sc.connRecvWindow, sc.connConsumed) {
 		connInc, sc.connConsumed = sc.connConsumed, 0
 		sc.connRecvWindow += connInc
 	}

@@ -3,11 +3,12 @@ package emulator
 import (
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"github.com/igwlab/igwlab/runner/model"
 )
 
 // A long-lived stream on the gateway: what ends it (max_stream_duration), and what its later
@@ -33,12 +34,13 @@ var errMaxDuration = errors.New("max_stream_duration reached")
 
 // startDurationTimer arms max_stream_duration as Envoy's stream begins.
 func (st *stream) startDurationTimer() {
-	d := st.sc.cfg.maxStreamDuration
-	if d <= 0 {
+	now := time.Now()
+	deadline, ok := model.StreamDeadline(now, st.sc.cfg)
+	if !ok {
 		return
 	}
 	st.bmu.Lock() // the timer may fire before the assignment is visible otherwise
-	st.maxDuration = time.AfterFunc(d, st.onMaxDuration)
+	st.maxDuration = time.AfterFunc(deadline.Sub(now), st.onMaxDuration)
 	st.bmu.Unlock()
 }
 
@@ -65,60 +67,35 @@ func (st *stream) onMaxDuration() {
 	sc.h.rqMaxDuration.Inc()
 	// A response the handler starts meanwhile wins the race for the headers; the reply then
 	// fails and the stream is reset as if it had started first.
-	if started || st.localReply(st.durationTimeoutCode(), "downstream duration timeout", grpcDeadlineExceeded) != nil {
+	if started || st.durationReply() != nil {
 		st.reset(http2.ErrCodeNo)
 	}
 	st.abort(errMaxDuration)
 }
 
-// durationTimeoutCode is Utility::maybeRequestTimeoutCode: 504 once the request is all in.
-func (st *stream) durationTimeoutCode() int {
+// durationReply is Envoy's local reply from outside the stream's handler to a stream past
+// max_stream_duration (model.DurationReply): to a gRPC request, a trailers-only response with
+// grpc-status and grpc-message; to anything else, the status with details as a text body.
+func (st *stream) durationReply() error {
+	const details = "downstream duration timeout"
 	st.bmu.Lock()
-	defer st.bmu.Unlock()
-	if st.bodyEnded {
-		return http.StatusGatewayTimeout
-	}
-	return http.StatusRequestTimeout
-}
-
-// grpcDeadlineExceeded is grpc-status 4.
-const grpcDeadlineExceeded = 4
-
-// localReply is Envoy's local reply from outside the stream's handler: to a gRPC request, a trailers-only response with grpc-status and
-// grpc-message; to anything else, the status with details as a text body.
-func (st *stream) localReply(status int, details string, grpcStatus int) error {
-	if !strings.HasPrefix(st.header.Get("Content-Type"), "application/grpc") {
+	ended := st.bodyEnded
+	st.bmu.Unlock()
+	grpc := strings.HasPrefix(st.header.Get("Content-Type"), "application/grpc")
+	status, grpcStatus := model.DurationReply(ended, grpc)
+	if !grpc {
 		return st.respond(status, details)
 	}
-	h := http.Header{"Content-Type": {"application/grpc"}, "Grpc-Status": {strconv.Itoa(grpcStatus)}, "Grpc-Message": {details}}
-	return st.writeHeader(http.StatusOK, h, true)
+	h := http.Header{"Content-Type": {"application/grpc"}, "Grpc-Status": {grpcStatus}, "Grpc-Message": {details}}
+	return st.writeHeader(status, h, true)
 }
-
-// messageGap is the pause after which data arriving on a stream is a message of its own rather
-// than the rest of one already on its way: Envoy reads up to 128 KiB from an upstream socket at
-// a time (raw_buffer_socket.cc), so a body that arrives back to back is forwarded in one read,
-// and a streamed message that arrives later is another read, another encodeData through the
-// filter chain.
-const messageGap = time.Millisecond
 
 // requestData is the worker's cost of one request DATA frame: Envoy's codec hands each frame
 // to the connection manager (ConnectionImpl::onDataChunk -> decodeData), and every frame after
 // the request's first is work a request's service time does not cover.
 func (sc *serverConn) requestData(st *stream) {
-	d := sc.h.pod.model.PerFrame
-	if st.sawData && d > 0 {
+	if d := sc.h.pod.model.RequestData(!st.sawData); d > 0 {
 		sc.book(d)
 	}
 	st.sawData = true
-}
-
-// responseRead is the worker's cost of one upstream read that reached the stream after the
-// stream had waited for it: a streamed message (a gRPC server's next message, an event). The
-// response's first read is the request's service time; reads of a body that is already on its
-// way cost only their bytes (Model.PerKiB).
-func (m Model) responseRead(reads int, waited time.Duration) time.Duration {
-	if reads == 0 || waited < messageGap {
-		return 0
-	}
-	return m.PerFrame
 }

@@ -134,9 +134,9 @@ func (st *stream) writeData(p []byte, end bool) (paused bool, err error) {
 	sc := st.sc
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	if sc.queued.Load() > sc.cfg.highWatermark() {
+	if sc.queued.Load() > sc.cfg.HighWatermark() {
 		paused = true
-		for sc.queued.Load() > sc.cfg.lowWatermark() && !sc.closing && st.ctx.Err() == nil {
+		for sc.queued.Load() > sc.cfg.LowWatermark() && !sc.closing && st.ctx.Err() == nil {
 			sc.cond.Wait()
 		}
 	}
@@ -146,7 +146,7 @@ func (st *stream) writeData(p []byte, end bool) (paused bool, err error) {
 	st.pendingWrite(p)
 	st.endPending = st.endPending || end
 	sc.flushStreamLocked(st)
-	limit := sc.cfg.streamBufferLimit()
+	limit := sc.cfg.StreamBufferLimit()
 	if int64(st.pending.Len()) > limit {
 		paused = true
 		for int64(st.pending.Len()) > limit/2 && !sc.closing && st.ctx.Err() == nil {

@@ -5,6 +5,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/igwlab/igwlab/runner/model"
 )
 
 // The HTTP/2 codec session: what each frame means, as QUICHE's OgHttp2Session decides it (Envoy
@@ -60,18 +62,18 @@ func (sc *serverConn) startSession() {
 	var sets []http2.Setting
 	if sc.og() {
 		sets = []http2.Setting{{ID: http2.SettingHeaderTableSize, Val: 4096},
-			{ID: http2.SettingMaxConcurrentStreams, Val: cfg.maxConcurrentStreams},
-			{ID: http2.SettingInitialWindowSize, Val: cfg.streamWindow},
+			{ID: http2.SettingMaxConcurrentStreams, Val: cfg.MaxConcurrentStreams},
+			{ID: http2.SettingInitialWindowSize, Val: cfg.StreamWindow},
 			{ID: http2.SettingEnableConnectProtocol, Val: 0}}
 	} else {
 		sets = []http2.Setting{{ID: http2.SettingHeaderTableSize, Val: 4096},
 			{ID: http2.SettingEnableConnectProtocol, Val: 0},
-			{ID: http2.SettingMaxConcurrentStreams, Val: cfg.maxConcurrentStreams},
-			{ID: http2.SettingInitialWindowSize, Val: cfg.streamWindow}}
+			{ID: http2.SettingMaxConcurrentStreams, Val: cfg.MaxConcurrentStreams},
+			{ID: http2.SettingInitialWindowSize, Val: cfg.StreamWindow}}
 	}
 	sc.enqueue(outFrame{typ: http2.FrameSettings, settings: sets})
-	if cfg.connWindow > 65535 {
-		sc.enqueue(outFrame{typ: http2.FrameWindowUpdate, inc: cfg.connWindow - 65535})
+	if cfg.ConnWindow > 65535 {
+		sc.enqueue(outFrame{typ: http2.FrameWindowUpdate, inc: cfg.ConnWindow - 65535})
 	}
 	sc.sess.rstTokens = nghttp2ResetBurst
 }
@@ -265,7 +267,7 @@ func (sc *serverConn) onHeaders(h frameHeader, prio *priorityFields) bool {
 	}
 	if !sc.og() {
 		sc.mu.Lock()
-		final := sc.closing || sc.drain == finalSent
+		final := sc.closing || sc.drain.State == model.FinalSent
 		sc.mu.Unlock()
 		if final {
 			return true // "We just ignore stream after GOAWAY was sent": no reply at all
@@ -278,13 +280,13 @@ func (sc *serverConn) onHeaders(h frameHeader, prio *priorityFields) bool {
 	sc.mu.Lock()
 	open, acked := sc.open, sc.ackedMaxStreams
 	sc.mu.Unlock()
-	switch {
-	case open >= acked:
+	switch model.AdmitStream(open, acked, sc.cfg.MaxConcurrentStreams) {
+	case model.ConnError:
 		// Over an acknowledged cap, oghttp2 (for parity with nghttp2) and nghttp2 call Envoy's
 		// onInvalidFrame, which fails: the connection closes with nothing sent.
 		sc.failVisitor()
 		return false
-	case open >= sc.cfg.maxConcurrentStreams:
+	case model.Refuse:
 		// Over a cap not yet acknowledged: this stream is refused
 		// (onInvalidFrame(kRefusedStream): http2.stream_refused_errors).
 		sc.h.refused.Inc()
@@ -375,7 +377,7 @@ func (sc *serverConn) headerStatus(st *stream, r headerResult) bool {
 		return true
 	}
 	sc.h.rxMessagingError.Inc()
-	if sc.cfg.streamErrorOnInvalidMessage() {
+	if sc.cfg.StreamErrorOnInvalidMessage() {
 		sc.resetStream(st, http2.ErrCodeProtocol)
 		return true
 	}

@@ -92,7 +92,7 @@ func (sc *serverConn) onSettingsEnd() bool { return true }
 // onSettingsAck puts our stream cap in force.
 func (sc *serverConn) onSettingsAck() bool {
 	sc.mu.Lock()
-	sc.ackedMaxStreams = sc.cfg.maxConcurrentStreams
+	sc.ackedMaxStreams = sc.cfg.MaxConcurrentStreams
 	sc.mu.Unlock()
 	return true
 }

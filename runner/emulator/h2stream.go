@@ -94,7 +94,7 @@ func newStream(sc *serverConn, id uint32, fin bool) *stream {
 		bodyEnded:  fin,
 		hasBody:    !fin,
 		remaining:  -1,
-		recvWindow: int64(sc.cfg.streamWindow),
+		recvWindow: int64(sc.cfg.StreamWindow),
 	}
 	st.bcond = sync.NewCond(&st.bmu)
 	st.ctx, st.cancel = context.WithCancelCause(sc.ctx)
@@ -128,7 +128,7 @@ func (st *stream) addHeader(f hpack.HeaderField, trailer bool) {
 
 // startIdleTimer arms stream_idle_timeout once Envoy has the request.
 func (st *stream) startIdleTimer() {
-	if d := st.sc.cfg.streamIdleTimeout; d > 0 {
+	if d := st.sc.cfg.StreamIdleTimeout; d > 0 {
 		st.bmu.Lock() // the timer's function may run before this assignment is visible
 		st.idle = time.AfterFunc(d, st.onIdleTimeout)
 		st.bmu.Unlock()
@@ -140,7 +140,7 @@ func (st *stream) touch() {
 	idle := st.idle
 	st.bmu.Unlock()
 	if idle != nil {
-		idle.Reset(st.sc.cfg.streamIdleTimeout)
+		idle.Reset(st.sc.cfg.StreamIdleTimeout)
 	}
 }
 
@@ -167,7 +167,7 @@ func (st *stream) recv(p []byte, end bool) {
 	st.bmu.Lock()
 	st.body.Write(p)
 	sc.h.pod.mem.add(int64(len(p)))
-	overrun := int64(st.body.Len()) > sc.cfg.streamBufferLimit()
+	overrun := int64(st.body.Len()) > sc.cfg.StreamBufferLimit()
 	if overrun {
 		st.unconsumed += int64(len(p))
 	}
@@ -205,7 +205,7 @@ func (st *stream) Read(p []byte) (int, error) {
 	n, _ := st.body.Read(p)
 	st.sc.h.pod.mem.add(-int64(n))
 	var give int64
-	if st.unconsumed > 0 && int64(st.body.Len()) <= st.sc.cfg.streamBufferLimit()/2 {
+	if st.unconsumed > 0 && int64(st.body.Len()) <= st.sc.cfg.StreamBufferLimit()/2 {
 		give, st.unconsumed = st.unconsumed, 0
 	}
 	st.bmu.Unlock()

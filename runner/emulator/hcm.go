@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"github.com/igwlab/igwlab/runner/model"
 )
 
 // hcm is a pod's HTTP connection manager: the stats Envoy keeps under http.<prefix>; and the
@@ -175,10 +177,10 @@ func (h *hcm) beginStream(st *stream) bool {
 	h.rqActive.Inc()
 	sc.requests++
 	reqs := sc.requests
-	sc.atCap = h.pod.pool.obs.streams(int64(sc.open), int64(sc.cfg.maxConcurrentStreams), sc.atCap)
+	sc.atCap = h.pod.pool.obs.streams(int64(sc.open), int64(sc.cfg.MaxConcurrentStreams), sc.atCap)
 	sc.mu.Unlock()
 	h.pod.mem.add(h.pod.pool.cfg.streamMemory())
-	st.atLimit = sc.cfg.maxRequestsPerConn > 0 && reqs >= uint64(sc.cfg.maxRequestsPerConn)
+	st.atLimit = model.AtRequestLimit(reqs, sc.cfg.MaxRequestsPerConn)
 	st.startDurationTimer()
 	return true
 }
@@ -221,7 +223,7 @@ func (h *hcm) handle(st *stream) {
 	status := 0
 	defer func() {
 		h.finishStats(st, status)
-		if al := sc.cfg.filters.AccessLog; al != nil {
+		if al := sc.cfg.Filters.AccessLog; al != nil {
 			if h.pod.pool.access.log(st, status, flags, al.ResponseFlags) {
 				h.accessLogged.Inc()
 				_ = sc.w.Serve(context.Background(), sc, h.pod.pool.access.cost)
@@ -233,7 +235,7 @@ func (h *hcm) handle(st *stream) {
 		flags = "DC"
 		return
 	}
-	if j := sc.cfg.filters.JWT; j != nil && h.pod.role == roleGateway {
+	if j := sc.cfg.Filters.JWT; j != nil && h.pod.role == roleGateway {
 		if code, msg := h.pod.pool.jwt.check(st.header.Get("Authorization"), j); code != 0 {
 			h.jwtDenied.Inc()
 			status = code
@@ -253,7 +255,7 @@ func (h *hcm) handle(st *stream) {
 // requestCost is the worker's work to take up a request and run it through the filters.
 func (h *hcm) requestCost(sc *serverConn) time.Duration {
 	cost := h.pod.model.ServiceTime
-	if sc.cfg.filters.JWT != nil && h.pod.role == roleGateway {
+	if sc.cfg.Filters.JWT != nil && h.pod.role == roleGateway {
 		cost += h.pod.pool.jwt.cost
 	}
 	return cost
@@ -384,8 +386,8 @@ func (h *hcm) copyBody(st *stream, cl *cluster, resp *http.Response) string {
 		} else {
 			cl.rxBuffered.Add(int64(n))
 			cl.rxBytes.Add(int64(n))
-			msg := m.responseRead(reads, time.Since(t0))
-			owed += time.Duration(n)*m.PerKiB/1024 + msg
+			msg := m.ResponseRead(reads, time.Since(t0))
+			owed += m.Body(int64(n)) + msg
 			reads++
 			// A message is forwarded once the worker has done it; a body's bytes are booked
 			// in batches as they go.

@@ -226,7 +226,7 @@ func TestReusePortSpreadsAcrossWorkerSockets(t *testing.T) {
 		if busy < 2 {
 			t.Fatalf("enable_reuse_port=%s: 40 connections landed on %d worker(s)", reuse, busy)
 		}
-		if got := pod.cfg.Load().reusePort; (reuse == "true") != got {
+		if got := pod.cfg.Load().ReusePort; (reuse == "true") != got {
 			t.Fatalf("enable_reuse_port=%s not applied", reuse)
 		}
 	}

@@ -80,10 +80,10 @@ func (c cadvisorCollector) Collect(ch chan<- prometheus.Metric) {
 		if q == nil {
 			continue
 		}
-		st := q.stats()
-		ch <- prometheus.MustNewConstMetric(desc("container_spec_cpu_period"), prometheus.GaugeValue, float64(q.period.Microseconds()), vals...)
-		ch <- prometheus.MustNewConstMetric(desc("container_spec_cpu_quota"), prometheus.GaugeValue, float64(q.quota.Microseconds()), vals...)
-		ch <- prometheus.MustNewConstMetric(desc("container_spec_cpu_shares"), prometheus.GaugeValue, float64(cpuShares(q.requestMilli)), vals...)
+		st := q.Stats(time.Now())
+		ch <- prometheus.MustNewConstMetric(desc("container_spec_cpu_period"), prometheus.GaugeValue, float64(q.Period.Microseconds()), vals...)
+		ch <- prometheus.MustNewConstMetric(desc("container_spec_cpu_quota"), prometheus.GaugeValue, float64(q.Quota.Microseconds()), vals...)
+		ch <- prometheus.MustNewConstMetric(desc("container_spec_cpu_shares"), prometheus.GaugeValue, float64(cpuShares(q.RequestMilli)), vals...)
 		ch <- prometheus.MustNewConstMetric(desc("container_cpu_cfs_periods_total"), prometheus.CounterValue, float64(st.Periods), vals...)
 		ch <- prometheus.MustNewConstMetric(desc("container_cpu_cfs_throttled_periods_total"), prometheus.CounterValue, float64(st.Throttled), vals...)
 		ch <- prometheus.MustNewConstMetric(desc("container_cpu_cfs_throttled_seconds_total"), prometheus.CounterValue, st.ThrottledTime.Seconds(), vals...)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/igwlab/igwlab/runner/model"
 )
 
 // The gateway Deployment's pods coming and going under load: scale, rolling restart, config
@@ -13,14 +15,7 @@ import (
 // timeline without reading it as a disruption.
 
 // Lifecycle is how the pool's pods come and go.
-type Lifecycle struct {
-	// ReadyDelay is from a pod's start to its first passing readiness probe: until then the
-	// Service sends it nothing.
-	ReadyDelay time.Duration
-	// TerminationDrain is pilot-agent's terminationDrainDuration: from SIGTERM (Envoy's
-	// listeners told to drain) to Envoy's kill.
-	TerminationDrain time.Duration
-}
+type Lifecycle = model.Lifecycle
 
 // Serving reports whether the Service sends the pod new connections: it exists, has passed
 // its readiness probe and is not terminating.
@@ -239,7 +234,7 @@ func (p *Pool) KillContainer(i int, lc Lifecycle) error {
 	open := pod.OpenConnections()
 	pod.stop()
 	pod.stopAdmin()
-	delay := pod.backoff.delay(time.Now())
+	delay := pod.backoff.Delay(time.Now())
 	p.planned("kill", pod.Name, fmt.Sprintf("container killed: %d connections reset; the kubelet restarts it in %s", open, delay))
 	p.lifecycle.Add(1)
 	time.AfterFunc(delay, func() {

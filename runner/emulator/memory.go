@@ -2,10 +2,10 @@ package emulator
 
 import (
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/igwlab/igwlab/runner/model"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -77,35 +77,8 @@ func (m *podMemory) add(n int64) {
 // Used is what the pod holds now.
 func (m *podMemory) Used() int64 { return m.used.Load() }
 
-// crashBackOff is the kubelet's restart back-off for one container.
-type crashBackOff struct {
-	mu    sync.Mutex
-	next  time.Duration
-	last  time.Time
-	count int
-}
-
-const (
-	initialCrashBackOff = 10 * time.Second
-	maxCrashBackOff     = 300 * time.Second
-)
-
-// delay is how long the kubelet waits before restarting a container that just died: nothing
-// the first time, or when the last restart is more than twice the cap ago; else the back-off,
-// which then doubles up to the cap.
-func (b *crashBackOff) delay(now time.Time) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.count++
-	if b.last.IsZero() || now.Sub(b.last) > 2*maxCrashBackOff {
-		b.next, b.last = initialCrashBackOff, now
-		return 0
-	}
-	d := b.next
-	b.next = min(2*b.next, maxCrashBackOff)
-	b.last = now
-	return d
-}
+// crashBackOff is the kubelet's restart back-off for one container (model.BackOff).
+type crashBackOff = model.BackOff
 
 // oomKill kills a pod whose memory passed its limit, as the kernel does, and restarts it as the
 // kubelet does. Both are recorded as events, so a run shows them among its disruptions.
@@ -117,10 +90,10 @@ func (p *Pool) oomKill(pod *Pod, used int64) {
 	streams := pod.openStreams()
 	pod.stop()
 	pod.stopAdmin()
-	delay := pod.backoff.delay(time.Now())
+	delay := pod.backoff.Delay(time.Now())
 	p.event("oom-killed", pod.Name, fmt.Sprintf("held %d MiB against its %d MiB limit (%d connections, %d streams) "+
 		"when the kernel killed it: OOMKilled, exit code 137, restart %d; the kubelet restarts it after %s",
-		used>>20, pod.mem.limit>>20, open, streams, pod.backoff.count, delay))
+		used>>20, pod.mem.limit>>20, open, streams, pod.backoff.Count, delay))
 	time.AfterFunc(delay, func() {
 		if p.closed.Load() {
 			return

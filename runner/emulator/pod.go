@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/igwlab/igwlab/runner/model"
 )
 
 type podRole int
@@ -140,11 +142,11 @@ func (p *Pod) build(cfg *listenerConfig) {
 	p.concurrency.Set(int64(workers))
 	p.live = plainStat(p.store, Gauge, "server.live")
 	alloc := plainStat(p.store, Gauge, "server.memory_allocated")
-	alloc.read = p.mem.Used
+	alloc.SetRead(p.mem.Used)
 	// server.uptime: seconds since this Envoy started (ServerImpl::flushStats sets it), so a
 	// dashboard tells a young pod from an old one.
 	started := time.Now()
-	plainStat(p.store, Gauge, "server.uptime").read = func() int64 { return int64(time.Since(started) / time.Second) }
+	plainStat(p.store, Gauge, "server.uptime").SetRead(func() int64 { return int64(time.Since(started) / time.Second) })
 	if pl.tls != nil && p.role == roleGateway {
 		p.sslHandshakes = listenerStat(p.store, Counter, p.listenerAddr, "ssl.handshake")
 		p.sslErrors = listenerStat(p.store, Counter, p.listenerAddr, "ssl.connection_error")
@@ -172,7 +174,7 @@ func (p *Pod) route(st *stream, cfg *listenerConfig) *cluster {
 	if strings.HasPrefix(host, "grpcbin") || strings.HasPrefix(st.header.Get("Content-Type"), "application/grpc") {
 		return p.clusters[ClusterGRPC]
 	}
-	if cfg.waypoint {
+	if cfg.Waypoint {
 		if c := p.clusters[clusterViaWaypoint]; c != nil {
 			return c
 		}
@@ -237,45 +239,28 @@ func (p *Pod) accept(c net.Conn, socket int) {
 // counts and spread evenly.
 func (p *Pod) assign(socket int, peer net.Addr) *Worker {
 	cfg := p.cfg.Load()
-	var w *Worker
-	switch {
-	case cfg.exactBalance:
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		w = p.workers[0]
-		for _, o := range p.workers[1:] {
-			if o.active.Load() < w.active.Load() {
-				w = o
-			}
-		}
-	case !cfg.reusePort:
-		p.mu.Lock()
-		w = p.workers[p.rng.IntN(len(p.workers))]
-		p.mu.Unlock()
-	case socket < 0 || !kernelHashesReusePort:
-		w = p.workers[hashAddr(peer.String())%uint32(len(p.workers))]
-	default:
-		w = p.workers[socket]
+	if !kernelHashesReusePort {
+		socket = -1
 	}
+	// The pick and the count under one lock (exact_balance needs it; the rest are cheap).
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	active := make([]int64, len(p.workers))
+	for i, w := range p.workers {
+		active[i] = w.active.Load()
+	}
+	w := p.workers[model.PickWorker(model.Accept{Exact: cfg.ExactBalance, ReusePort: cfg.ReusePort, Socket: socket, Peer: peer.String()}, active, p.rng)]
 	w.active.Add(1)
 	return w
-}
-
-func hashAddr(s string) uint32 {
-	h := uint32(2166136261) // FNV-1a
-	for i := 0; i < len(s); i++ {
-		h = (h ^ uint32(s[i])) * 16777619
-	}
-	return h
 }
 
 // serveConn serves a connection already counted on worker w; a connection that never gets to
 // HTTP/2 (a failed TLS handshake, a pod going down) is uncounted.
 func (p *Pod) serveConn(w *Worker, c net.Conn) {
 	cfg := p.cfg.Load()
-	if p.mcsCap > 0 && cfg.maxConcurrentStreams > p.mcsCap {
+	if p.mcsCap > 0 && cfg.MaxConcurrentStreams > p.mcsCap {
 		cp := *cfg
-		cp.maxConcurrentStreams = p.mcsCap
+		cp.MaxConcurrentStreams = p.mcsCap
 		cfg = &cp
 	}
 	w.Book(nil, p.model.ConnCost)
@@ -333,7 +318,7 @@ func (p *Pod) apply(cfg *listenerConfig, changed bool, drainTime time.Duration) 
 	p.mu.Lock()
 	conns := p.connsLocked()
 	draining := p.filterChainsDraining
-	if old != nil && old.listenerLevelDiffers(cfg) {
+	if old != nil && old.ListenerLevelDiffers(cfg) {
 		draining = p.listenersDraining
 	} else {
 		p.listenerInPlace.Inc()

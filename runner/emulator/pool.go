@@ -277,7 +277,7 @@ func (p *Pool) WaitDrained(ctx context.Context) error {
 		for _, pod := range p.gateway {
 			pod.mu.Lock()
 			for sc := range pod.conns {
-				if sc.cfg.generation < gen {
+				if sc.cfg.Generation < gen {
 					old++
 				}
 			}

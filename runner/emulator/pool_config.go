@@ -8,33 +8,15 @@ import (
 	"io"
 	"time"
 
+	"github.com/igwlab/igwlab/runner/model"
 	"github.com/igwlab/igwlab/stacks"
 )
 
-// Model sets the virtual cost of work on a worker.
-type Model struct {
-	// ServiceTime is the work per request (header processing, routing, filters).
-	ServiceTime time.Duration
-	// PerKiB is the work per KiB of response body proxied.
-	PerKiB time.Duration
-	// ConnCost is the work to accept and set up a connection.
-	ConnCost time.Duration
-	// PerFrame is the work per message a stream carries after its first in each direction: a
-	// request DATA frame after the request's first, an upstream read that arrives after a
-	// pause (h2longstream.go). It is what a long-lived stream costs its worker.
-	PerFrame time.Duration
-}
+// Model sets the cost of work on a worker (the pool's model, runner/model/cost.go).
+type Model = model.Cost
 
-// DefaultModel makes one worker serve about 2,500 small requests a second: well below what the
-// harness itself can carry on two cores, so a saturated worker, not the machine, is what a
-// concentrated scenario runs into.
-//
-// A message on a stream that is already open costs a tenth of a request: it skips what
-// dominates a request's cost in Envoy (header parsing and validation, routing, the
-// request-path filters' header callbacks) and keeps the per-frame codec and filter callbacks.
-// Envoy publishes no such ratio; it is the model's estimate, and --per-frame changes it.
-var DefaultModel = Model{ServiceTime: 400 * time.Microsecond, PerKiB: 2 * time.Microsecond, ConnCost: 30 * time.Microsecond,
-	PerFrame: 40 * time.Microsecond}
+// DefaultModel makes one worker serve about 2,500 small requests a second (model.DefaultCost).
+var DefaultModel = model.DefaultCost
 
 // Config sizes the pool.
 type Config struct {

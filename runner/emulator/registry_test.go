@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/igwlab/igwlab/runner/model"
 	"github.com/igwlab/igwlab/runner/stats"
 	"github.com/igwlab/igwlab/stacks"
 )
@@ -19,7 +20,7 @@ func TestEveryKnobIsEmulated(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := newListenerConfig(Setup{Knobs: k}, 1)
+	c := model.NewListener(Setup{Knobs: k}, "", 1)
 	for _, s := range stacks.Registry {
 		bind := knobFields[s.Path]
 		if bind == nil {
@@ -32,8 +33,8 @@ func TestEveryKnobIsEmulated(t *testing.T) {
 		}
 	}
 	for _, setup := range []Setup{{Knobs: k}, {}} {
-		c := newListenerConfig(setup, 1)
-		b, err := json.Marshal(configDump(c, "0.0.0.0_80", "outbound_0.0.0.0_80"))
+		c := model.NewListener(setup, "", 1)
+		b, err := json.Marshal(model.ConfigDump(c, "0.0.0.0_80", "outbound_0.0.0.0_80"))
 		if err != nil {
 			t.Fatal(err)
 		}

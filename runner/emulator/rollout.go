@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/igwlab/igwlab/runner/model"
 )
 
 // RollingRestart replaces every gateway pod with a new one as the Deployment controller does
@@ -71,10 +73,12 @@ func (p *Pool) roll(ctx context.Context, old []*Pod, surge, unavailable int, lc 
 				newReady++
 			}
 		}
-		if len(oldLeft) == 0 && newReady == replicas {
+		st := model.Rollout{Replicas: replicas, Surge: surge, Unavailable: unavailable, OldLeft: len(oldLeft), Made: len(made),
+			NewReady: newReady, Ready: ready, VictimServing: len(oldLeft) > 0 && oldLeft[0].Serving()}
+		switch st.Next() {
+		case model.RolloutDone:
 			return nil
-		}
-		if len(made) < replicas && len(oldLeft)+len(made) < replicas+surge {
+		case model.RolloutStart:
 			if slot := p.freeSlot(); slot != nil {
 				if err := p.startPod(slot, lc.ReadyDelay, true); err != nil {
 					return err
@@ -82,17 +86,14 @@ func (p *Pool) roll(ctx context.Context, old []*Pod, surge, unavailable int, lc 
 				made = append(made, slot)
 				continue
 			}
-		}
-		if len(oldLeft) > 0 {
-			victim := oldLeft[0]
-			after := ready
-			if victim.Serving() {
-				after--
-			}
-			if after >= replicas-unavailable {
-				p.terminate(victim, lc.TerminationDrain)
+			// No free slot: an old pod must go first, if the controller may take one now.
+			if st.Made = replicas; st.Next() == model.RolloutTerminate {
+				p.terminate(oldLeft[0], lc.TerminationDrain)
 				continue
 			}
+		case model.RolloutTerminate:
+			p.terminate(oldLeft[0], lc.TerminationDrain)
+			continue
 		}
 		select {
 		case <-ctx.Done():
