@@ -130,8 +130,8 @@ func (p *Pod) serveClusters(w http.ResponseWriter, _ *http.Request) {
 		for _, kv := range []struct {
 			n string
 			s *Stat
-		}{{"cx_active", c.cxActive}, {"cx_connect_fail", c.cxConnectFail}, {"cx_total", c.cxTotal},
-			{"rq_active", c.rqActive}, {"rq_total", c.rqTotal}} {
+		}{{"cx_active", c.CxActive}, {"cx_connect_fail", c.CxConnectFail}, {"cx_total", c.CxTotal},
+			{"rq_active", c.RqActive}, {"rq_total", c.RqTotal}} {
 			fmt.Fprintf(w, "%s::%s::%s::%d\n", c.name, c.addr, kv.n, kv.s.Value())
 		}
 		fmt.Fprintf(w, "%s::%s::health_flags::healthy\n", c.name, c.addr)

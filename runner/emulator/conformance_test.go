@@ -130,8 +130,8 @@ func TestExactBalanceBurst(t *testing.T) {
 			per = per[:0]
 			var sum int64
 			for _, w := range pod.Workers() {
-				per = append(per, w.cxTotal.Value())
-				sum += w.cxTotal.Value()
+				per = append(per, w.CxTotal.Value())
+				sum += w.CxTotal.Value()
 			}
 			if sum == 64 || time.Now().After(deadline) {
 				break

@@ -22,7 +22,7 @@ func (sc *serverConn) rejectAsHTTP1(got []byte, readErr error) {
 	// Over TLS ALPN chose HTTP/2; in the clear, AUTO did when the bytes start as the preface.
 	if sc.h.pod.pool.tls != nil || bytes.HasPrefix(got, []byte("PRI * HTTP/2")) {
 		sc.countCodec(true)
-		h.protocolErrors.Inc()
+		h.ProtocolErrors.Inc()
 		sc.closeAfterFlush()
 		return
 	}
@@ -39,7 +39,7 @@ func (sc *serverConn) rejectAsHTTP1(got []byte, readErr error) {
 	if f := bytes.Fields(line); len(f) == 3 && bytes.HasPrefix(f[2], []byte("HTTP/1.")) {
 		status, body = http.StatusHTTPVersionNotSupported, "igwlab: the local target models HTTP/2 only; use h2c with prior knowledge (curl --http2-prior-knowledge)"
 	} else {
-		h.protocolErrors.Inc()
+		h.ProtocolErrors.Inc()
 	}
 	var b bytes.Buffer
 	b.WriteString("HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\n")
@@ -48,7 +48,7 @@ func (sc *serverConn) rejectAsHTTP1(got []byte, readErr error) {
 	b.WriteString("date: " + time.Now().UTC().Format(http.TimeFormat) + "\r\n")
 	b.WriteString("server: istio-envoy\r\nconnection: close\r\n\r\n")
 	b.WriteString(body)
-	h.rqTotal.Inc()
+	h.RqTotal.Inc()
 	h.chargeStats(status)
 	sc.wmu.Lock()
 	_, _ = sc.encode(b.Bytes())

@@ -181,7 +181,7 @@ func (sc *serverConn) writeLoop() {
 			sc.queued.Add(-int64(n))
 			sc.h.pod.mem.add(-int64(n))
 			sc.pc.written(frames, ctrl)
-			sc.h.txBytes.Add(int64(n))
+			sc.h.TxBytes.Add(int64(n))
 			sc.mu.Lock()
 			sc.cond.Broadcast() // the write buffer drained: paused streams may resume
 			sc.mu.Unlock()

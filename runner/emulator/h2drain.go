@@ -16,7 +16,7 @@ import (
 func (sc *serverConn) armTimers() {
 	if d := sc.cfg.MaxConnDuration; d > 0 {
 		t := time.AfterFunc(d, func() {
-			sc.h.maxDurationReached.Inc()
+			sc.h.MaxDurationReached.Inc()
 			sc.startDrain("max_connection_duration")
 		})
 		go func() { <-sc.ctx.Done(); t.Stop() }()
@@ -24,7 +24,7 @@ func (sc *serverConn) armTimers() {
 	if d := sc.cfg.IdleTimeout; d > 0 {
 		sc.mu.Lock()
 		sc.idleTimer = time.AfterFunc(d, func() {
-			sc.h.cxIdleTimeout.Inc()
+			sc.h.CxIdleTimeout.Inc()
 			sc.startDrain("idle_timeout")
 		})
 		sc.mu.Unlock()
@@ -42,7 +42,7 @@ func (sc *serverConn) startDrain(reason string) bool {
 		return false
 	}
 	sc.mu.Unlock()
-	sc.h.drainStarted.Inc()
+	sc.h.DrainStarted.Inc()
 	sc.h.pod.pool.obs.drains.Add(1)
 	var debug []byte
 	if sc.h.pod.pool.cfg.Codec == CodecOghttp2 {
@@ -63,7 +63,7 @@ func (sc *serverConn) finalGoAway() {
 	empty := len(sc.streams) == 0
 	sc.mu.Unlock()
 	sc.writeGoAway(last, http2.ErrCodeNo, nil)
-	sc.h.goAwayFinal.Inc()
+	sc.h.GoAwayFinal.Inc()
 	if empty {
 		sc.closeAfterFlush()
 	}
@@ -75,7 +75,7 @@ func (sc *serverConn) finalGoAway() {
 // downstream_cx_drain_close.
 func (sc *serverConn) drainForListener() {
 	if sc.startDrain("listener_drain") {
-		sc.h.drainClose.Inc()
+		sc.h.DrainClose.Inc()
 	}
 }
 
@@ -105,7 +105,7 @@ func (sc *serverConn) writeGoAway(last uint32, code http2.ErrCode, debug []byte)
 		}()
 		return
 	}
-	sc.h.goAwaySent.Inc()
+	sc.h.GoAwaySent.Inc()
 	sc.wmu.Lock()
 	if !sc.refusing() {
 		_ = sc.fr.WriteGoAway(last, code, debug)
@@ -135,7 +135,7 @@ func (sc *serverConn) closeAfterFlush() {
 		}
 		t := time.AfterFunc(time.Until(deadline), func() {
 			if sc.ctx.Err() == nil {
-				sc.h.delayedCloseTimeout.Inc()
+				sc.h.DelayedCloseTimeout.Inc()
 				sc.closeByUs("delayed close timeout")
 			}
 		})
@@ -167,7 +167,7 @@ func (sc *serverConn) streamDone(st *stream) {
 	st.stopDurationTimer()
 	st.release()
 	if st.envoy {
-		sc.h.rqActive.Dec()
+		sc.h.RqActive.Dec()
 		sc.h.streamDestroyed(st, closing)
 	}
 	if empty && final {

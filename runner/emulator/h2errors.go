@@ -191,7 +191,7 @@ func nghttp2Order(q []outFrame) []outFrame {
 func (sc *serverConn) flushDispatch(q []outFrame, closing, fatal, flood bool) {
 	if fatal {
 		if !flood {
-			sc.h.protocolErrors.Inc()
+			sc.h.ProtocolErrors.Inc()
 		}
 		sc.closeWithCodecError()
 		return
@@ -206,7 +206,7 @@ func (sc *serverConn) flushDispatch(q []outFrame, closing, fatal, flood bool) {
 	ok := sc.pc.checkOutbound(sc.h)
 	sc.wmu.Unlock()
 	if closing { // a GOAWAY with an error code was written: onFrameSend fails the dispatch
-		sc.h.protocolErrors.Inc()
+		sc.h.ProtocolErrors.Inc()
 		sc.closeWithCodecError()
 		return
 	}
@@ -244,7 +244,7 @@ func (sc *serverConn) writeQueuedLocked(f outFrame) {
 		_ = sc.fr.WriteWindowUpdate(f.stream, f.inc)
 		sc.counted(false, false)
 	case http2.FrameRSTStream:
-		sc.h.txReset.Inc()
+		sc.h.TxReset.Inc()
 		_ = sc.fr.WriteRSTStream(f.stream, f.code)
 		sc.counted(true, false)
 	case http2.FrameGoAway:
@@ -306,7 +306,7 @@ func (sc *serverConn) streamReset(st *stream, why error) {
 	sc.closeIfDoneLocked(st)
 	sc.mu.Unlock()
 	if first && st.envoy && !st.ended {
-		sc.h.rqRxReset.Inc()
+		sc.h.RqRxReset.Inc()
 	}
 	st.abort(why)
 	if st.state.CompareAndSwap(streamQueued, streamDone) {
@@ -324,7 +324,7 @@ func (sc *serverConn) clientReset(st *stream, code http2.ErrCode) {
 	st.reset_, st.recvDone = true, true
 	sc.closeIfDoneLocked(st)
 	sc.mu.Unlock()
-	sc.h.rxReset.Inc()
+	sc.h.RxReset.Inc()
 	st.resetReason = "remote"
 	sc.streamReset(st, errClientReset)
 }

@@ -67,9 +67,9 @@ func (c *protocolConstraints) checkOutbound(h *hcm) bool {
 	}
 	switch {
 	case c.out > c.maxOut:
-		h.outboundFlood.Inc()
+		h.OutboundFlood.Inc()
 	case c.ctrl > c.maxCtrl:
-		h.outboundControlFlood.Inc()
+		h.OutboundControlFlood.Inc()
 	default:
 		return true
 	}
@@ -100,11 +100,11 @@ func (c *protocolConstraints) trackInbound(h *hcm, typ http2.FrameType, endStrea
 	var st *Stat
 	switch {
 	case c.emptyRun > c.maxEmpty:
-		st = h.inboundEmptyFlood
+		st = h.InboundEmptyFlood
 	case c.priority > c.maxPriority*(1+c.opened):
-		st = h.inboundPriorityFlood
+		st = h.InboundPriorityFlood
 	case c.windowUpdates > 5+2*(c.opened+c.maxWU*c.dataSent):
-		st = h.inboundWindowUpdateFlood
+		st = h.InboundWindowUpdateFlood
 	default:
 		return false, nil
 	}

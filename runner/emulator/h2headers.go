@@ -80,7 +80,7 @@ func (c *headerCheck) field(f hpack.HeaderField) headerResult {
 	c.bytes += len(name) + len(value)
 	c.count++
 	if c.bytes > c.maxBytes || c.count > maxHeadersCount {
-		c.h.headerOverflow.Inc()
+		c.h.HeaderOverflow.Inc()
 		return headerRST
 	}
 	return headerOK

@@ -64,7 +64,7 @@ func (st *stream) onMaxDuration() {
 	if over {
 		return
 	}
-	sc.h.rqMaxDuration.Inc()
+	sc.h.RqMaxDuration.Inc()
 	// A response the handler starts meanwhile wins the race for the headers; the reply then
 	// fails and the stream is reset as if it had started first.
 	if started || st.durationReply() != nil {

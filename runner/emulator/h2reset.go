@@ -36,7 +36,7 @@ func (h *hcm) streamDestroyed(st *stream, closing bool) {
 	}
 	sc.mu.Unlock()
 	if trip {
-		h.prematureResets.Inc()
+		h.PrematureResets.Inc()
 		go sc.closeByUs("too_many_premature_resets")
 	}
 }

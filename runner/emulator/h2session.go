@@ -165,7 +165,7 @@ func (sc *serverConn) onStreamFrameData(id uint32, data []byte) bool {
 	sc.mu.Lock()
 	sc.connRecvWindow -= n
 	sc.mu.Unlock()
-	sc.h.rxBytes.Add(n)
+	sc.h.RxBytes.Add(n)
 	st := sc.h2stream(id)
 	if st == nil || st.reset_ {
 		sc.consume(nil, n, true) // dropped: the connection window moves on
@@ -232,7 +232,7 @@ func (sc *serverConn) onStreamEnd(id uint32) bool {
 // that showed it is HEADERS, Envoy's onInvalidFrame counts it too (its answer is ignored).
 func (sc *serverConn) contentLengthError(st *stream) {
 	if sc.sess.lastFrame.typ == http2.FrameHeaders {
-		sc.h.rxMessagingError.Inc()
+		sc.h.RxMessagingError.Inc()
 	}
 	sc.resetStream(st, http2.ErrCodeProtocol)
 }
@@ -289,7 +289,7 @@ func (sc *serverConn) onHeaders(h frameHeader, prio *priorityFields) bool {
 	case model.Refuse:
 		// Over a cap not yet acknowledged: this stream is refused
 		// (onInvalidFrame(kRefusedStream): http2.stream_refused_errors).
-		sc.h.refused.Inc()
+		sc.h.Refused.Inc()
 		sc.enqueue(outFrame{typ: http2.FrameRSTStream, stream: id, code: http2.ErrCodeRefusedStream})
 		s.highestProcessed = max(s.highestProcessed, id)
 		return true
@@ -320,7 +320,7 @@ func (sc *serverConn) onHeaderBlockStart(id uint32) bool {
 	}
 	s.check.start(sc.codec, s.blockTrailer, s.blockEnd, sc.h)
 	if s.blockTrailer {
-		sc.h.trailers.Inc()
+		sc.h.Trailers.Inc()
 		return true
 	}
 	if !sc.h.beginStream(st) {
@@ -376,7 +376,7 @@ func (sc *serverConn) headerStatus(st *stream, r headerResult) bool {
 		sc.resetStream(st, http2.ErrCodeInternal)
 		return true
 	}
-	sc.h.rxMessagingError.Inc()
+	sc.h.RxMessagingError.Inc()
 	if sc.cfg.StreamErrorOnInvalidMessage() {
 		sc.resetStream(st, http2.ErrCodeProtocol)
 		return true

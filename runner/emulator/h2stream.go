@@ -146,7 +146,7 @@ func (st *stream) touch() {
 
 // onIdleTimeout is Envoy's stream_idle_timeout: 408 if nothing was sent yet, else a reset.
 func (st *stream) onIdleTimeout() {
-	st.sc.h.rqIdleTimeout.Inc()
+	st.sc.h.RqIdleTimeout.Inc()
 	if !st.wroteHeader {
 		_ = st.respond(http.StatusRequestTimeout, "stream timeout")
 	} else {
@@ -249,10 +249,10 @@ func (st *stream) reset(code http2.ErrCode) {
 	}
 	st.reset_, st.endPending = true, false
 	st.pendingDrop()
-	sc.h.rqTxReset.Inc() // ActiveStream::resetStream: the gateway gave the stream up
+	sc.h.RqTxReset.Inc() // ActiveStream::resetStream: the gateway gave the stream up
 	sc.wmu.Lock()
 	if !sc.refusing() {
-		sc.h.txReset.Inc()
+		sc.h.TxReset.Inc()
 		_ = sc.fr.WriteRSTStream(st.id, code)
 		sc.counted(true, false)
 		sc.flush()

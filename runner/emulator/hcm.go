@@ -20,85 +20,18 @@ import (
 type hcm struct {
 	pod    *Pod
 	prefix string
-
-	cxTotal, cxActive, cxHTTP2Total, cxHTTP2Active        *Stat
-	cxHTTP1Total, cxHTTP1Active                           *Stat
-	cxDestroy, cxDestroyLocal, cxDestroyRemote            *Stat
-	cxDestroyLocalActiveRq, cxDestroyRemoteActiveRq       *Stat
-	protocolErrors, delayedCloseTimeout                   *Stat
-	cxIdleTimeout, maxRequestsReached, maxDurationReached *Stat
-	rqTotal, rqHTTP2, rqActive, rqIdleTimeout             *Stat
-	rqMaxDuration                                         *Stat
-	rq2xx, rq3xx, rq4xx, rq5xx                            *Stat
-	rqTime, cxLength                                      *Stat
-	rxBytes, txBytes                                      *Stat
-	drainClose                                            *Stat
-	// listener stats
-	lCxTotal, lCxActive, lCxLength                           *Stat
-	rqRxReset, rqTxReset, cxDestroyActiveRq, prematureResets *Stat
-	// codec stats (http2.*)
-	rxReset, txReset, refused, rxMessagingError, goAwayFinal, trailers, headerOverflow *Stat
-	outboundFlood, outboundControlFlood, inboundEmptyFlood, inboundPriorityFlood       *Stat
-	inboundWindowUpdateFlood                                                           *Stat
-	// emulator additions (igwlab.*): detail only, no call rests on them
-	goAwaySent, drainStarted, jwtDenied, accessLogged *Stat
+	*model.HCMStats
 }
 
 func newHCM(p *Pod) *hcm {
-	st, px, la := p.store, p.hcmPrefix, p.listenerAddr
-	h := &hcm{pod: p, prefix: px}
-	c := func(name string) *Stat { return hcmStat(st, Counter, px, name) }
-	g := func(name string) *Stat { return hcmStat(st, Gauge, px, name) }
-	h.cxTotal, h.cxActive = c("downstream_cx_total"), g("downstream_cx_active")
-	h.cxHTTP2Total, h.cxHTTP2Active = c("downstream_cx_http2_total"), g("downstream_cx_http2_active")
-	h.cxHTTP1Total, h.cxHTTP1Active = c("downstream_cx_http1_total"), g("downstream_cx_http1_active")
-	h.cxDestroy = c("downstream_cx_destroy")
-	h.cxDestroyLocal, h.cxDestroyRemote = c("downstream_cx_destroy_local"), c("downstream_cx_destroy_remote")
-	h.cxDestroyLocalActiveRq = c("downstream_cx_destroy_local_active_rq")
-	h.cxDestroyRemoteActiveRq = c("downstream_cx_destroy_remote_active_rq")
-	h.protocolErrors = c("downstream_cx_protocol_error")
-	h.delayedCloseTimeout = c("downstream_cx_delayed_close_timeout")
-	h.drainClose = c("downstream_cx_drain_close")
-	h.cxIdleTimeout = c("downstream_cx_idle_timeout")
-	h.maxRequestsReached = c("downstream_cx_max_requests_reached")
-	h.maxDurationReached = c("downstream_cx_max_duration_reached")
-	h.rqTotal, h.rqHTTP2, h.rqActive = c("downstream_rq_total"), c("downstream_rq_http2_total"), g("downstream_rq_active")
-	h.rqIdleTimeout = c("downstream_rq_idle_timeout")
-	h.rqMaxDuration = c("downstream_rq_max_duration_reached")
-	h.rq2xx, h.rq3xx, h.rq4xx, h.rq5xx = c("downstream_rq_2xx"), c("downstream_rq_3xx"), c("downstream_rq_4xx"), c("downstream_rq_5xx")
-	h.rqTime = hcmStat(st, Hist, px, "downstream_rq_time")
-	h.cxLength = hcmStat(st, Hist, px, "downstream_cx_length_ms")
-	h.rxBytes, h.txBytes = c("downstream_cx_rx_bytes_total"), c("downstream_cx_tx_bytes_total")
-	h.lCxTotal = listenerStat(st, Counter, la, "downstream_cx_total")
-	h.lCxActive = listenerStat(st, Gauge, la, "downstream_cx_active")
-	h.lCxLength = listenerStat(st, Hist, la, "downstream_cx_length_ms")
-	h.rxReset, h.txReset = plainStat(st, Counter, "http2.rx_reset"), plainStat(st, Counter, "http2.tx_reset")
-	h.refused = plainStat(st, Counter, "http2.stream_refused_errors")
-	h.rxMessagingError = plainStat(st, Counter, "http2.rx_messaging_error")
-	h.trailers = plainStat(st, Counter, "http2.trailers")
-	h.headerOverflow = plainStat(st, Counter, "http2.header_overflow")
-	h.outboundFlood = plainStat(st, Counter, "http2.outbound_flood")
-	h.outboundControlFlood = plainStat(st, Counter, "http2.outbound_control_flood")
-	h.inboundEmptyFlood = plainStat(st, Counter, "http2.inbound_empty_frames_flood")
-	h.inboundPriorityFlood = plainStat(st, Counter, "http2.inbound_priority_frames_flood")
-	h.inboundWindowUpdateFlood = plainStat(st, Counter, "http2.inbound_window_update_frames_flood")
-	h.rqRxReset, h.rqTxReset = c("downstream_rq_rx_reset"), c("downstream_rq_tx_reset")
-	h.cxDestroyActiveRq = c("downstream_cx_destroy_active_rq")
-	h.prematureResets = c("downstream_rq_too_many_premature_resets")
-	// Envoy counts only the final GOAWAY of a drain (ConnectionImpl::goAway), not the notice.
-	h.goAwayFinal = plainStat(st, Counter, "http2.goaway_sent")
-	h.goAwaySent = emulatorStat(st, Counter, "goaway_sent")
-	h.drainStarted = emulatorStat(st, Counter, "drains_started")
-	h.jwtDenied = emulatorStat(st, Counter, "jwt_denied")
-	h.accessLogged = emulatorStat(st, Counter, "access_log_entries")
-	return h
+	return &hcm{pod: p, prefix: p.hcmPrefix, HCMStats: model.NewHCMStats(p.store, p.hcmPrefix, p.listenerAddr)}
 }
 
 func (h *hcm) connOpened(sc *serverConn) {
-	for _, s := range []*Stat{h.cxTotal, h.lCxTotal, sc.w.cxTotal} {
+	for _, s := range []*Stat{h.CxTotal, h.LCxTotal, sc.w.CxTotal} {
 		s.Inc()
 	}
-	for _, s := range []*Stat{h.cxActive, h.lCxActive, sc.w.cxActive} {
+	for _, s := range []*Stat{h.CxActive, h.LCxActive, sc.w.CxActive} {
 		s.Inc()
 	}
 	h.pod.pool.obs.connOpened()
@@ -109,15 +42,15 @@ func (h *hcm) connOpened(sc *serverConn) {
 func (sc *serverConn) countCodec(h2 bool) {
 	h := sc.h
 	if h2 {
-		h.cxHTTP2Total.Inc()
-		h.cxHTTP2Active.Inc()
+		h.CxHTTP2Total.Inc()
+		h.CxHTTP2Active.Inc()
 	} else {
-		h.cxHTTP1Total.Inc()
-		h.cxHTTP1Active.Inc()
+		h.CxHTTP1Total.Inc()
+		h.CxHTTP1Active.Inc()
 	}
-	sc.codecActive = h.cxHTTP1Active
+	sc.codecActive = h.CxHTTP1Active
 	if h2 {
-		sc.codecActive = h.cxHTTP2Active
+		sc.codecActive = h.CxHTTP2Active
 	}
 }
 
@@ -132,26 +65,26 @@ func (sc *serverConn) countCodec(h2 bool) {
 // counts, the connection's destructor lowers downstream_cx_active later), so whoever sees no
 // connection active sees how the last one ended.
 func (h *hcm) connClosed(sc *serverConn, local bool, rqSide int, _ string) {
-	h.cxDestroy.Inc()
+	h.CxDestroy.Inc()
 	if local {
-		h.cxDestroyLocal.Inc()
+		h.CxDestroyLocal.Inc()
 	} else {
-		h.cxDestroyRemote.Inc()
+		h.CxDestroyRemote.Inc()
 	}
 	switch rqSide {
 	case sideLocal:
-		h.cxDestroyActiveRq.Inc()
-		h.cxDestroyLocalActiveRq.Inc()
+		h.CxDestroyActiveRq.Inc()
+		h.CxDestroyLocalActiveRq.Inc()
 	case sideRemote:
-		h.cxDestroyActiveRq.Inc()
-		h.cxDestroyRemoteActiveRq.Inc()
+		h.CxDestroyActiveRq.Inc()
+		h.CxDestroyRemoteActiveRq.Inc()
 	}
 	ms := float64(time.Since(sc.opened)) / float64(time.Millisecond)
-	h.cxLength.Observe(ms)
-	h.lCxLength.Observe(ms)
+	h.CxLength.Observe(ms)
+	h.LCxLength.Observe(ms)
 	h.pod.mem.add(-connMemory)
 	h.pod.forget(sc)
-	for _, s := range []*Stat{h.cxActive, h.lCxActive, sc.w.cxActive} {
+	for _, s := range []*Stat{h.CxActive, h.LCxActive, sc.w.CxActive} {
 		s.Dec()
 	}
 	if sc.codecActive != nil {
@@ -172,9 +105,9 @@ func (h *hcm) beginStream(st *stream) bool {
 		return false
 	}
 	st.envoy = true
-	h.rqTotal.Inc()
-	h.rqHTTP2.Inc()
-	h.rqActive.Inc()
+	h.RqTotal.Inc()
+	h.RqHTTP2.Inc()
+	h.RqActive.Inc()
 	sc.requests++
 	reqs := sc.requests
 	sc.atCap = h.pod.pool.obs.streams(int64(sc.open), int64(sc.cfg.MaxConcurrentStreams), sc.atCap)
@@ -225,7 +158,7 @@ func (h *hcm) handle(st *stream) {
 		h.finishStats(st, status)
 		if al := sc.cfg.Filters.AccessLog; al != nil {
 			if h.pod.pool.access.log(st, status, flags, al.ResponseFlags) {
-				h.accessLogged.Inc()
+				h.AccessLogged.Inc()
 				_ = sc.w.Serve(context.Background(), sc, h.pod.pool.access.cost)
 			}
 		}
@@ -237,7 +170,7 @@ func (h *hcm) handle(st *stream) {
 	}
 	if j := sc.cfg.Filters.JWT; j != nil && h.pod.role == roleGateway {
 		if code, msg := h.pod.pool.jwt.check(st.header.Get("Authorization"), j); code != 0 {
-			h.jwtDenied.Inc()
+			h.JwtDenied.Inc()
 			status = code
 			_ = st.respond(code, msg)
 			return
@@ -272,14 +205,14 @@ func (h *hcm) begin(st *stream) func() {
 		return nil
 	}
 	return func() {
-		h.maxRequestsReached.Inc()
+		h.MaxRequestsReached.Inc()
 		st.sc.startDrain("max_requests_per_connection")
 	}
 }
 
 func (h *hcm) finishStats(st *stream, status int) {
 	if st.wroteHeader {
-		h.rqTime.Observe(float64(time.Since(st.started)) / float64(time.Millisecond))
+		h.RqTime.Observe(float64(time.Since(st.started)) / float64(time.Millisecond))
 	}
 }
 
@@ -288,13 +221,13 @@ func (h *hcm) finishStats(st *stream, status int) {
 func (h *hcm) chargeStats(status int) {
 	switch {
 	case status >= 500:
-		h.rq5xx.Inc()
+		h.Rq5xx.Inc()
 	case status >= 400:
-		h.rq4xx.Inc()
+		h.Rq4xx.Inc()
 	case status >= 300:
-		h.rq3xx.Inc()
+		h.Rq3xx.Inc()
 	case status >= 200:
-		h.rq2xx.Inc()
+		h.Rq2xx.Inc()
 	}
 }
 
@@ -384,8 +317,8 @@ func (h *hcm) copyBody(st *stream, cl *cluster, resp *http.Response) string {
 		if n == 0 {
 			copyBufs.Put(bp)
 		} else {
-			cl.rxBuffered.Add(int64(n))
-			cl.rxBytes.Add(int64(n))
+			cl.RxBuffered.Add(int64(n))
+			cl.RxBytes.Add(int64(n))
 			msg := m.ResponseRead(reads, time.Since(t0))
 			owed += m.Body(int64(n)) + msg
 			reads++
@@ -397,10 +330,10 @@ func (h *hcm) copyBody(st *stream, cl *cluster, resp *http.Response) string {
 			}
 			paused, werr := st.writeData(buf[:n], false)
 			copyBufs.Put(bp)
-			cl.rxBuffered.Add(-int64(n))
+			cl.RxBuffered.Add(-int64(n))
 			if paused {
-				cl.pausedReading.Inc()
-				cl.resumedReading.Inc()
+				cl.PausedReading.Inc()
+				cl.ResumedReading.Inc()
 			}
 			if werr != nil {
 				return "DC"

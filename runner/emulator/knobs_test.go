@@ -219,7 +219,7 @@ func TestReusePortSpreadsAcrossWorkerSockets(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		busy := 0
 		for _, w := range pod.Workers() {
-			if w.cxTotal.Value() > 0 {
+			if w.CxTotal.Value() > 0 {
 				busy++
 			}
 		}

@@ -62,9 +62,8 @@ type Pod struct {
 	adminPort   int
 	rng         *rand.Rand
 
-	listenerModified, listenerInPlace, concurrency, live *Stat
-	listenersDraining, filterChainsDraining              *Stat
-	sslHandshakes, sslErrors                             *Stat
+	*model.ServerStats
+	sslHandshakes, sslErrors *Stat
 }
 
 // Addr is the pod's data address (ip:port), or "" while it is down.
@@ -134,19 +133,10 @@ func (p *Pod) build(cfg *listenerConfig) {
 	} else {
 		p.clusters[ClusterHTTPBin] = newCluster(p.store, waypointInboundCluster, pl.backends.HTTPBin, false, workers, dial)
 	}
-	p.listenerModified = plainStat(p.store, Counter, "listener_manager.listener_modified")
-	p.listenerInPlace = plainStat(p.store, Counter, "listener_manager.listener_in_place_updated")
-	p.listenersDraining = plainStat(p.store, Gauge, "listener_manager.total_listeners_draining")
-	p.filterChainsDraining = plainStat(p.store, Gauge, "listener_manager.total_filter_chains_draining")
-	p.concurrency = plainStat(p.store, Gauge, "server.concurrency")
-	p.concurrency.Set(int64(workers))
-	p.live = plainStat(p.store, Gauge, "server.live")
-	alloc := plainStat(p.store, Gauge, "server.memory_allocated")
-	alloc.SetRead(p.mem.Used)
-	// server.uptime: seconds since this Envoy started (ServerImpl::flushStats sets it), so a
-	// dashboard tells a young pod from an old one.
+	p.ServerStats = model.NewServerStats(p.store, workers)
+	p.MemoryAllocated.SetRead(p.mem.Used)
 	started := time.Now()
-	plainStat(p.store, Gauge, "server.uptime").SetRead(func() int64 { return int64(time.Since(started) / time.Second) })
+	p.Uptime.SetRead(func() int64 { return int64(time.Since(started) / time.Second) })
 	if pl.tls != nil && p.role == roleGateway {
 		p.sslHandshakes = listenerStat(p.store, Counter, p.listenerAddr, "ssl.handshake")
 		p.sslErrors = listenerStat(p.store, Counter, p.listenerAddr, "ssl.connection_error")
@@ -200,7 +190,7 @@ func (p *Pod) listen(port int) error {
 	p.mu.Lock()
 	p.lns, p.port, p.up = lns, port, true
 	p.mu.Unlock()
-	p.live.Set(1)
+	p.Live.Set(1)
 	for i, ln := range lns {
 		go p.acceptLoop(i, ln)
 	}
@@ -314,14 +304,14 @@ func (p *Pod) apply(cfg *listenerConfig, changed bool, drainTime time.Duration) 
 	if !changed {
 		return 0
 	}
-	p.listenerModified.Inc()
+	p.ListenerModified.Inc()
 	p.mu.Lock()
 	conns := p.connsLocked()
-	draining := p.filterChainsDraining
+	draining := p.FilterChainsDraining
 	if old != nil && old.ListenerLevelDiffers(cfg) {
-		draining = p.listenersDraining
+		draining = p.ListenersDraining
 	} else {
-		p.listenerInPlace.Inc()
+		p.ListenerInPlace.Inc()
 	}
 	p.mu.Unlock()
 	for _, sc := range conns {
@@ -363,8 +353,8 @@ func (p *Pod) stop() {
 	for _, sc := range conns {
 		sc.closeByUs("killed")
 	}
-	if p.live != nil {
-		p.live.Set(0)
+	if p.Live != nil {
+		p.Live.Set(0)
 	}
 	for _, c := range p.clusters {
 		for _, up := range c.pools {

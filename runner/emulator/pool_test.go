@@ -244,14 +244,14 @@ func TestWorkerModel(t *testing.T) {
 	p := testPool(t, Config{Model: m}, stacks.Knobs{})
 	pod := p.Pods()[0]
 	w := pod.Workers()[0]
-	b0 := w.busyNs.Value()
+	b0 := w.BusyNs.Value()
 	start := time.Now()
 	res, err := h2dial.Run(context.Background(), h2dial.Options{URL: "http://" + p.VIP() + "/get", Mode: h2dial.Distinct,
 		Concurrency: 4, QPS: 300, Duration: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	busy := float64(w.busyNs.Value()-b0) / float64(time.Since(start))
+	busy := float64(w.BusyNs.Value()-b0) / float64(time.Since(start))
 	want := res.RPS * m.ServiceTime.Seconds() // 300 rps x 1 ms = 0.30
 	if math.Abs(busy-want) > 0.05 {
 		t.Fatalf("busy ratio %.3f at %.0f rps, want %.3f", busy, res.RPS, want)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"github.com/igwlab/igwlab/runner/model"
 )
 
 // cluster is an upstream cluster of a pod: the backend it reaches, one connection pool per
@@ -23,28 +25,11 @@ type cluster struct {
 	h2     bool // HTTP/2 (h2c) upstream: gRPC and the waypoint's HBONE-like hop
 	pools  []*upstreamPool
 
-	cxTotal, cxActive, cxConnectFail, cxOverflow                   *Stat
-	rqTotal, rqActive, rqPendingTotal, rqPendingActive             *Stat
-	rqPendingOverflow, rq2xx, rq4xx, rq5xx                         *Stat
-	pausedReading, resumedReading, rxBuffered, txBuffered, rxBytes *Stat
-	rqTime                                                         *Stat
+	*model.ClusterStats
 }
 
 func newCluster(st *Store, name string, endpoints []string, h2 bool, workers int, dial dialFunc) *cluster {
-	c := &cluster{name: name, addr: endpoints[0], eps: endpoints, scheme: "http", h2: h2}
-	ct := func(n string) *Stat { return clusterStat(st, Counter, name, n) }
-	gg := func(n string) *Stat { return clusterStat(st, Gauge, name, n) }
-	c.cxTotal, c.cxActive = ct("upstream_cx_total"), gg("upstream_cx_active")
-	c.cxConnectFail, c.cxOverflow = ct("upstream_cx_connect_fail"), ct("upstream_cx_overflow")
-	c.rqTotal, c.rqActive = ct("upstream_rq_total"), gg("upstream_rq_active")
-	c.rqPendingTotal, c.rqPendingActive = ct("upstream_rq_pending_total"), gg("upstream_rq_pending_active")
-	c.rqPendingOverflow = ct("upstream_rq_pending_overflow")
-	c.rq2xx, c.rq4xx, c.rq5xx = ct("upstream_rq_2xx"), ct("upstream_rq_4xx"), ct("upstream_rq_5xx")
-	c.pausedReading = ct("upstream_flow_control_paused_reading_total")
-	c.resumedReading = ct("upstream_flow_control_resumed_reading_total")
-	c.rxBuffered, c.txBuffered = gg("upstream_cx_rx_bytes_buffered"), gg("upstream_cx_tx_bytes_buffered")
-	c.rxBytes = ct("upstream_cx_rx_bytes_total")
-	c.rqTime = clusterStat(st, Hist, name, "upstream_rq_time")
+	c := &cluster{name: name, addr: endpoints[0], eps: endpoints, scheme: "http", h2: h2, ClusterStats: model.NewClusterStats(st, name)}
 	for w := 0; w < workers; w++ {
 		c.pools = append(c.pools, newUpstreamPool(c, dial))
 	}
@@ -66,12 +51,12 @@ func newUpstreamPool(c *cluster, dial dialFunc) *upstreamPool {
 		addr := c.eps[int(c.next.Add(1)-1)%len(c.eps)]
 		conn, err := dial(ctx, network, addr)
 		if err != nil {
-			c.cxConnectFail.Inc()
+			c.CxConnectFail.Inc()
 			return nil, err
 		}
-		c.cxTotal.Inc()
-		c.cxActive.Inc()
-		return &countedConn{Conn: conn, active: c.cxActive}, nil
+		c.CxTotal.Inc()
+		c.CxActive.Inc()
+		return &countedConn{Conn: conn, active: c.CxActive}, nil
 	}
 	if c.h2 {
 		t := &http2.Transport{AllowHTTP: true, DisableCompression: true,
@@ -89,25 +74,25 @@ func newUpstreamPool(c *cluster, dial dialFunc) *upstreamPool {
 
 func (p *upstreamPool) roundTrip(req *http.Request) (*http.Response, error) {
 	c := p.c
-	c.rqTotal.Inc()
-	c.rqActive.Inc()
-	c.rqPendingTotal.Inc()
-	c.rqPendingActive.Inc()
+	c.RqTotal.Inc()
+	c.RqActive.Inc()
+	c.RqPendingTotal.Inc()
+	c.RqPendingActive.Inc()
 	// A request is pending from asking the pool for a connection until it has one.
 	var got atomic.Bool
 	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
 		if got.CompareAndSwap(false, true) {
-			c.rqPendingActive.Dec()
+			c.RqPendingActive.Dec()
 		}
 	}}
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	resp, err := p.rt.RoundTrip(req)
 	if got.CompareAndSwap(false, true) {
-		c.rqPendingActive.Dec()
+		c.RqPendingActive.Dec()
 	}
 	if err != nil {
-		c.rqActive.Dec()
-		c.rq5xx.Inc()
+		c.RqActive.Dec()
+		c.Rq5xx.Inc()
 		return nil, err
 	}
 	return resp, nil
@@ -115,16 +100,16 @@ func (p *upstreamPool) roundTrip(req *http.Request) (*http.Response, error) {
 
 func (p *upstreamPool) rqDone(status int, d time.Duration) {
 	c := p.c
-	c.rqActive.Dec()
+	c.RqActive.Dec()
 	switch {
 	case status >= 500:
-		c.rq5xx.Inc()
+		c.Rq5xx.Inc()
 	case status >= 400:
-		c.rq4xx.Inc()
+		c.Rq4xx.Inc()
 	default:
-		c.rq2xx.Inc()
+		c.Rq2xx.Inc()
 	}
-	c.rqTime.Observe(float64(d) / float64(time.Millisecond))
+	c.RqTime.Observe(float64(d) / float64(time.Millisecond))
 }
 
 type countedConn struct {

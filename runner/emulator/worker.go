@@ -3,7 +3,6 @@ package emulator
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,19 +25,13 @@ type Worker struct {
 	// a booking reads its times again.
 	retimed chan struct{}
 
-	active   atomic.Int64 // connections pinned here
-	busyNs   *Stat
-	cxTotal  *Stat
-	cxActive *Stat
+	active atomic.Int64 // connections pinned here
+	*model.WorkerStats
 }
 
 func newWorker(id int, clock *Clock, quota *cpuQuota, st *Store, listenerAddr string) *Worker {
 	w := &Worker{ID: id, clock: clock, q: model.NewWorkerQ(quota), retimed: make(chan struct{})}
-	wl := Label{Name: "worker", Value: strconv.Itoa(id)}
-	w.busyNs = emulatorStat(st, Counter, "worker_busy_ns", wl)
-	w.busyNs.SetRead(w.busyTime)
-	w.cxTotal = workerStat(st, Counter, listenerAddr, id, "downstream_cx_total")
-	w.cxActive = workerStat(st, Gauge, listenerAddr, id, "downstream_cx_active")
+	w.WorkerStats = model.NewWorkerStats(st, listenerAddr, id, w.busyTime)
 	return w
 }
 
