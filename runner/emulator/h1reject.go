@@ -49,7 +49,7 @@ func (sc *serverConn) rejectAsHTTP1(got []byte, readErr error) {
 	b.WriteString("server: istio-envoy\r\nconnection: close\r\n\r\n")
 	b.WriteString(body)
 	h.RqTotal.Inc()
-	h.chargeStats(status)
+	h.Charge(status)
 	sc.wmu.Lock()
 	_, _ = sc.encode(b.Bytes())
 	sc.flush()

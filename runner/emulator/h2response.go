@@ -49,7 +49,7 @@ func (st *stream) writeHeader(status int, h http.Header, end bool) error {
 	}
 	st.wroteHeader, st.status = true, status
 	st.holdResponseHeaders(h)
-	sc.h.chargeStats(status)
+	sc.h.Charge(status)
 	sc.hbuf.Reset()
 	_ = sc.henc.WriteField(hpack.HeaderField{Name: ":status", Value: strconv.Itoa(status)})
 	encodeHeader(sc.henc, h)

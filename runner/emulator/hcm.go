@@ -187,11 +187,7 @@ func (h *hcm) handle(st *stream) {
 
 // requestCost is the worker's work to take up a request and run it through the filters.
 func (h *hcm) requestCost(sc *serverConn) time.Duration {
-	cost := h.pod.model.ServiceTime
-	if sc.cfg.Filters.JWT != nil && h.pod.role == roleGateway {
-		cost += h.pod.pool.jwt.cost
-	}
-	return cost
+	return h.pod.model.Request(sc.cfg, h.pod.role == roleGateway, h.pod.pool.jwt.cost)
 }
 
 // begin is what the worker does as it takes the request up, before its filters: Envoy's
@@ -213,21 +209,6 @@ func (h *hcm) begin(st *stream) func() {
 func (h *hcm) finishStats(st *stream, status int) {
 	if st.wroteHeader {
 		h.RqTime.Observe(float64(time.Since(st.started)) / float64(time.Millisecond))
-	}
-}
-
-// chargeStats counts a response by its class as its headers are encoded
-// (ActiveStream::encodeHeaders, chargeStats): a response never encoded is not counted.
-func (h *hcm) chargeStats(status int) {
-	switch {
-	case status >= 500:
-		h.Rq5xx.Inc()
-	case status >= 400:
-		h.Rq4xx.Inc()
-	case status >= 300:
-		h.Rq3xx.Inc()
-	case status >= 200:
-		h.Rq2xx.Inc()
 	}
 }
 

@@ -13,7 +13,6 @@ package emulator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -24,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/igwlab/igwlab/runner/model"
 	"github.com/igwlab/igwlab/stacks"
 )
 
@@ -240,7 +240,7 @@ func (p *Pool) FilterCosts() (jwt, accessLogEntry time.Duration) { return p.jwt.
 func (p *Pool) Apply(s Setup) int {
 	p.mu.Lock()
 	p.generation++
-	changed := setupKey(p.setup) != setupKey(s)
+	changed := model.SetupKey(p.setup) != model.SetupKey(s)
 	p.setup = s
 	cfg := p.listenerConfig(s, p.generation)
 	gen := p.generation
@@ -251,17 +251,6 @@ func (p *Pool) Apply(s Setup) int {
 	}
 	p.event("apply", "", fmt.Sprintf("generation %d, changed %v, %d connections draining", gen, changed, drained))
 	return drained
-}
-
-// setupKey renders a setup canonically, to tell a real change from a re-apply.
-func setupKey(s Setup) string {
-	b, _ := json.Marshal(struct {
-		K any
-		F stacks.Filters
-		W bool
-		P int
-	}{s.Knobs.Set(), s.Filters, s.Waypoint, s.Push})
-	return string(b)
 }
 
 // WaitDrained waits until no connection accepted under a replaced listener is still open on

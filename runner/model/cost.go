@@ -58,3 +58,14 @@ func (c Cost) RequestData(first bool) time.Duration {
 	}
 	return c.PerFrame
 }
+
+// Request is the worker's work to take a request up and run it through its filters: the
+// service time, and on the gateway the JWT filter's verification where the listener has one
+// (jwtVerify is what one verification costs).
+func (c Cost) Request(l *Listener, gateway bool, jwtVerify time.Duration) time.Duration {
+	d := c.ServiceTime
+	if gateway && l.Filters.JWT != nil {
+		d += jwtVerify
+	}
+	return d
+}

@@ -150,3 +150,18 @@ func NewWorkerStats(st *Store, addr string, id int, busy func() int64) *WorkerSt
 	s.BusyNs.SetRead(busy)
 	return s
 }
+
+// Charge counts a response by its class as its headers are encoded (ActiveStream::encodeHeaders,
+// chargeStats): a response never encoded is not counted.
+func (s *HCMStats) Charge(status int) {
+	switch {
+	case status >= 500:
+		s.Rq5xx.Inc()
+	case status >= 400:
+		s.Rq4xx.Inc()
+	case status >= 300:
+		s.Rq3xx.Inc()
+	case status >= 200:
+		s.Rq2xx.Inc()
+	}
+}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"reflect"
 	"time"
 
@@ -134,3 +135,15 @@ func (c *Listener) LowWatermark() int64 { return c.HighWatermark() / 2 }
 // StreamBufferLimit is Envoy's per-stream buffer limit: the HTTP/2 codec sets it to
 // initial_stream_window_size and applies it to each stream's receive and send buffers.
 func (c *Listener) StreamBufferLimit() int64 { return int64(c.StreamWindow) }
+
+// SetupKey renders a setup canonically, to tell a real change (which drains every connection)
+// from a re-apply of the same one.
+func SetupKey(s Setup) string {
+	b, _ := json.Marshal(struct {
+		K any
+		F stacks.Filters
+		W bool
+		P int
+	}{s.Knobs.Set(), s.Filters, s.Waypoint, s.Push})
+	return string(b)
+}

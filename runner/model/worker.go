@@ -32,6 +32,9 @@ type Item struct {
 	// Start and End are when the worker takes it up and finishes it; Drop may move them earlier.
 	Start, End time.Time
 	Dropped    bool
+	// Tag is the caller's: what to do when the work is done (the simulator's continuation,
+	// run again at the new End when a Drop moves the work earlier).
+	Tag any
 	// segs are its pieces in each CFS period, under a CPU limit (nil without one).
 	segs []Segment
 }
