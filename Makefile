@@ -81,8 +81,8 @@ test-apiserver-charts:
 	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" IGWLAB_KUBE_BIN="$$(bash hack/kube-tools.sh)" \
 		$(GO) test -count=1 -timeout 30m -run '^TestAPIServerTierWithIstioCharts$$' ./runner/cli/
 
-# A nested module: Istio 1.27's dependencies conflict with the program's (see infra/istioproof).
-test-istio: ## Istio 1.27.9's own charts (Helm SDK, then a real kube-apiserver) and control plane on what the program renders
+# A nested module: Istio 1.31's dependencies conflict with the program's (see infra/istioproof).
+test-istio: ## Istio 1.31.0's own charts (Helm SDK, then a real kube-apiserver) and control plane on what the program renders
 	cd infra/istioproof && $(GO) vet ./... && \
 		IGWLAB_KUBE_BIN="$$(bash ../../hack/kube-tools.sh)" $(GO) test -count=1 -timeout 30m ./...
 

@@ -7,8 +7,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/igwlab/igwlab/infra/envoyfilter"
 	"github.com/igwlab/igwlab/stacks"
 )
+
+// TestEnvoyFiltersAreReadAgainstTheLabsIstio keeps the release a user's EnvoyFilter's
+// proxyVersion is checked against the one the lab installs by default.
+func TestEnvoyFiltersAreReadAgainstTheLabsIstio(t *testing.T) {
+	if envoyfilter.DefaultTarget.Istio != DefaultIstio {
+		t.Errorf("envoyfilter.DefaultTarget.Istio = %s, the lab installs %s", envoyfilter.DefaultTarget.Istio, DefaultIstio)
+	}
+}
 
 // TestDocsListTheIstioReleases keeps the real lab's table of Istio releases equal to the ones
 // the program installs, with each one's Envoy, codec, HTTP/2 defaults, Gateway API and

@@ -80,6 +80,7 @@ func NewChecks(ctx *pulumi.Context, cfg Config, kubeconfig pulumi.StringInput) *
 	c := &Checks{ctx: ctx, cfg: cfg, timeout: cfg.CheckTimeout(), want: cfg.GatewayReplicas}
 	clients := kubeClients(cfg, kubeconfig)
 	t := envoyfilter.DefaultTarget
+	t.Istio = cfg.IstioVersion
 	if len(cfg.GatewayAdmins) > 0 {
 		c.want = len(cfg.GatewayAdmins)
 		c.pool = fixed[inforce.Pool](inforce.URLs(cfg.GatewayAdmins))

@@ -35,10 +35,14 @@ type Target struct {
 	// Istio gateway Helm chart (8080 for the old istioctl gateway). A wrong port matches nothing
 	// and fails silently, which is why it is set in one place.
 	Port int
+	// Istio is the release the gateway runs: a patch's match.proxy.proxyVersion is checked
+	// against it, as istiod matches it against the proxy's ISTIO_VERSION.
+	Istio string
 }
 
 // DefaultTarget is the lab's gateway: the Istio gateway chart released as istio-ingressgateway.
-var DefaultTarget = Target{Namespace: "istio-ingress", Selector: map[string]string{"istio": "ingressgateway"}, Port: 80}
+// Istio is the lab's default release (infra.DefaultIstio; a test holds them equal).
+var DefaultTarget = Target{Namespace: "istio-ingress", Selector: map[string]string{"istio": "ingressgateway"}, Port: 80, Istio: "1.31.0"}
 
 // Object renders the whole EnvoyFilter for a scenario, named name. A scenario without knobs
 // still gets one, with no patches, so that switching to it replaces the previous scenario's

@@ -41,10 +41,6 @@ type Imported struct {
 // Istio gateway chart's app label (the release name) and the lab's istio label.
 var GatewayLabels = map[string]string{"istio": "ingressgateway", "app": "istio-ingressgateway"}
 
-// LabIstio is the Istio release the lab's gateway runs, against which a patch's
-// match.proxy.proxyVersion is checked.
-const LabIstio = "1.27.9"
-
 // ReadFile reads a user's EnvoyFilter file onto the gateway t (its listener port).
 func ReadFile(path string, t Target) (*Imported, error) {
 	data, err := os.ReadFile(path)
@@ -151,7 +147,7 @@ func (imp *Imported) document(file, where string, doc map[string]any, t Target, 
 	for i, p := range ef.GetConfigPatches() {
 		field := fmt.Sprintf("%sspec.configPatches[%d]", where, i)
 		pm, _ := patches[i].(map[string]any)
-		if err := imp.patch(file, field, p, pm, ports); err != nil {
+		if err := imp.patch(file, field, p, pm, ports, t); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -176,7 +172,7 @@ func selects(labels map[string]string) error {
 
 // patch reads one configPatch: its match must reach a gateway, its value pass Envoy's protos,
 // and its fields become knobs or are named as not applied.
-func (imp *Imported) patch(file, field string, p *networkingv1alpha3.EnvoyFilter_EnvoyConfigObjectPatch, pm map[string]any, ports map[int][]string) error {
+func (imp *Imported) patch(file, field string, p *networkingv1alpha3.EnvoyFilter_EnvoyConfigObjectPatch, pm map[string]any, ports map[int][]string, t Target) error {
 	m := p.GetMatch()
 	switch ctx := m.GetContext(); ctx {
 	case networkingv1alpha3.EnvoyFilter_SIDECAR_INBOUND, networkingv1alpha3.EnvoyFilter_SIDECAR_OUTBOUND:
@@ -187,8 +183,8 @@ func (imp *Imported) patch(file, field string, p *networkingv1alpha3.EnvoyFilter
 		if err != nil {
 			return fileError(file, field+".match.proxy.proxyVersion", "%q is not a regular expression: %v", v, err)
 		}
-		if !re.MatchString(LabIstio) {
-			return fileError(file, field+".match.proxy.proxyVersion", "%q does not match the lab's Istio %s: Istio would not apply the patch to its gateway", v, LabIstio)
+		if !re.MatchString(t.Istio) {
+			return fileError(file, field+".match.proxy.proxyVersion", "%q does not match the gateway's Istio %s: Istio would not apply the patch to it", v, t.Istio)
 		}
 	}
 	value, _ := pm["patch"].(map[string]any)

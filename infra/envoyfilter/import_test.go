@@ -86,7 +86,7 @@ func TestBadEnvoyFilterFiles(t *testing.T) {
 			[]string{"match.context", "SIDECAR_INBOUND applies to sidecars"}},
 		{"another workload", head + "  workloadSelector: {labels: {app: productpage}}\n  configPatches: []\n", []string{"spec.workloadSelector", "app=productpage", "does not select the lab's gateway"}},
 		{"old proxy", head + "  configPatches:\n  - applyTo: LISTENER\n    match: {context: GATEWAY, proxy: {proxyVersion: '^1\\.20.*'}}\n    patch: {operation: MERGE, value: {per_connection_buffer_limit_bytes: 1024}}\n",
-			[]string{"proxyVersion", "does not match the lab's Istio 1.27.9"}},
+			[]string{"proxyVersion", "does not match the gateway's Istio 1.31.0"}},
 		{"two ports", head + "  configPatches:\n  - applyTo: LISTENER\n    match: {context: GATEWAY, listener: {portNumber: 80}}\n    patch: {operation: MERGE, value: {per_connection_buffer_limit_bytes: 1024}}\n" +
 			"  - applyTo: LISTENER\n    match: {context: GATEWAY, listener: {portNumber: 443}}\n    patch: {operation: MERGE, value: {per_connection_buffer_limit_bytes: 2048}}\n",
 			[]string{"match.listener", "ports 443", "80", "one file per port"}},

@@ -2,13 +2,17 @@ package istioproof
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/kube"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -48,8 +52,9 @@ func TestChartsInstallOnAPIServer(t *testing.T) {
 	helm := func(ns string) *action.Configuration {
 		flags := genericclioptions.NewConfigFlags(false)
 		flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
-		cfg := &action.Configuration{}
-		if err := cfg.Init(flags, ns, "secret", t.Logf); err != nil {
+		cfg := action.NewConfiguration()
+		cfg.SetLogger(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		if err := cfg.Init(flags, ns, "secret"); err != nil {
 			t.Fatal(err)
 		}
 		return cfg
@@ -61,10 +66,16 @@ func TestChartsInstallOnAPIServer(t *testing.T) {
 		}
 		inst := action.NewInstall(helm(r.Namespace))
 		inst.ReleaseName, inst.Namespace, inst.CreateNamespace = r.Name, r.Namespace, true
-		inst.Timeout = 2 * time.Minute // not waiting for pods: there are no nodes
-		rel, err := inst.Run(c, Clone(r.Values))
+		// Waiting only for hooks (Helm 4's default, as Helm 3 without --wait): not for pods, as
+		// there are no nodes.
+		inst.WaitStrategy, inst.Timeout = kube.HookOnlyStrategy, 2*time.Minute
+		out, err := inst.Run(c, Clone(r.Values))
 		if err != nil {
 			t.Fatalf("helm install %s %s into the API server: %v", r.Name, r.Chart, err)
+		}
+		rel, ok := out.(*release.Release)
+		if !ok {
+			t.Fatalf("helm install %s: a %T, not a v1 release", r.Name, out)
 		}
 		t.Logf("helm install %s (chart %s %s): %s", r.Name, r.Chart, r.Version, rel.Info.Status)
 	}
@@ -100,4 +111,12 @@ func TestChartsInstallOnAPIServer(t *testing.T) {
 	if n != len(objs) {
 		t.Errorf("created %d objects, want %d", n, len(objs))
 	}
+}
+
+// tlog writes Helm's log lines to the test's log.
+type tlog struct{ t *testing.T }
+
+func (w tlog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }

@@ -3,16 +3,19 @@ package istioproof
 import (
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	"istio.io/istio/manifests"
 	"sigs.k8s.io/yaml"
 )
@@ -28,7 +31,18 @@ var chartSources = map[string]string{
 }
 
 // KubeVersion is the lab's Kubernetes (k3s v1.33.4): charts render against its capabilities.
-var KubeVersion = chartutil.KubeVersion{Version: "v1.33.4", Major: "1", Minor: "33"}
+var KubeVersion = MustKubeVersion("v1.33.4")
+
+// MustKubeVersion parses a Kubernetes version as a cluster reports it (v1.33.5-gke.1200000,
+// say) into Helm's capabilities: the full string stays .Capabilities.KubeVersion.Version (what
+// a chart matches "-gke" against), the normalized one is what kubeVersion constraints check.
+func MustKubeVersion(v string) common.KubeVersion {
+	kv, err := common.ParseKubeVersion(v)
+	if err != nil {
+		panic(fmt.Sprintf("Kubernetes version %q: %v", v, err))
+	}
+	return *kv
+}
 
 // LoadChart loads a chart from the Istio module. Istio's release build stamps the published
 // charts with the release as chart version and appVersion; the sources carry a placeholder
@@ -39,13 +53,13 @@ func LoadChart(name, version string) (*chart.Chart, error) {
 	if !ok {
 		return nil, fmt.Errorf("no Istio chart %q (charts: %s)", name, strings.Join(Names(chartSources), ", "))
 	}
-	var files []*loader.BufferedFile
+	var files []*archive.BufferedFile
 	err := fs.WalkDir(manifests.FS, dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		b, err := fs.ReadFile(manifests.FS, p)
-		files = append(files, &loader.BufferedFile{Name: strings.TrimPrefix(p, dir+"/"), Data: b})
+		files = append(files, &archive.BufferedFile{Name: strings.TrimPrefix(p, dir+"/"), Data: b})
 		return err
 	})
 	if err != nil {
@@ -104,14 +118,24 @@ func Render(c *chart.Chart, r Release) (string, error) { return RenderOn(c, r, K
 
 // RenderOn renders a release against another cluster's Kubernetes version (a GKE version
 // string, for instance, which the CNI chart reads to find GKE's CNI binary directory).
-func RenderOn(c *chart.Chart, r Release, kv chartutil.KubeVersion) (string, error) {
-	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
-	inst.ClientOnly, inst.DryRun, inst.IncludeCRDs = true, true, true
+//
+// Helm 4 spells Helm 3's ClientOnly+DryRun as the client dry-run strategy (what `helm install
+// --dry-run=client` and `helm template` use): no API server, Helm's default capabilities with
+// the given Kubernetes version.
+func RenderOn(c *chart.Chart, r Release, kv common.KubeVersion) (string, error) {
+	cfg := action.NewConfiguration()
+	cfg.SetLogger(slog.DiscardHandler)
+	inst := action.NewInstall(cfg)
+	inst.DryRunStrategy, inst.IncludeCRDs = action.DryRunClient, true
 	inst.ReleaseName, inst.Namespace = r.Name, r.Namespace
 	inst.KubeVersion = &kv
-	rel, err := inst.Run(c, Clone(r.Values))
+	out, err := inst.Run(c, Clone(r.Values))
 	if err != nil {
 		return "", fmt.Errorf("helm install %s %s: %w", r.Name, r.Chart, err)
+	}
+	rel, ok := out.(*release.Release)
+	if !ok {
+		return "", fmt.Errorf("helm install %s %s: a %T, not a v1 release", r.Name, r.Chart, out)
 	}
 	return rel.Manifest, nil
 }

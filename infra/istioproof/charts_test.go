@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"istio.io/istio/pkg/config/mesh"
 )
 
@@ -126,14 +127,17 @@ func TestGatewayChartGivesTheLabItsGateway(t *testing.T) {
 	}
 	ctr, _ := At(d, "spec.template.spec.containers")
 	proxy := ctr.([]any)[0].(map[string]any)
+	// Compared as Kubernetes quantities: Istio 1.31's gateway chart writes each resource as
+	// `{{ $name }}: {{ $value }}` (its gateway.resources helper), so the program's "1" renders
+	// as the number 1, the same quantity to the API server.
 	for _, kind := range []string{"requests", "limits"} {
 		cpu, _ := At(proxy, "resources."+kind+".cpu")
-		if fmt.Sprint(cpu) != fmt.Sprint(workers) {
+		if q := parsed(t, "CPU "+kind, quantityText(cpu)); q.MilliValue() != int64(workers)*1000 {
 			t.Errorf("CPU %s %v for %d workers: each worker needs a CPU", kind, cpu, workers)
 		}
 		want, _ := At(r.Values, "resources."+kind)
 		got, _ := At(proxy, "resources."+kind)
-		if compact(got) != compact(want) {
+		if !sameQuantities(t, got, want) {
 			t.Errorf("resources.%s %s, the program asks for %s", kind, compact(got), compact(want))
 		}
 	}
@@ -161,6 +165,36 @@ func TestGatewayChartGivesTheLabItsGateway(t *testing.T) {
 	if compact(gwPort) != fmt.Sprint(GatewayPort) || target != fmt.Sprint(GatewayPort) {
 		t.Errorf("Gateway port %v -> target %s: the listener istiod binds is %d", gwPort, target, GatewayPort)
 	}
+}
+
+// quantityText is a rendered quantity as Kubernetes reads it: a YAML number or a string.
+func quantityText(v any) string {
+	if f, ok := v.(float64); ok {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
+}
+
+// sameQuantities reports whether two resource lists (cpu, memory, ...) name the same resources
+// with equal quantities.
+func sameQuantities(t *testing.T, got, want any) bool {
+	t.Helper()
+	g, _ := got.(map[string]any)
+	w, _ := want.(map[string]any)
+	if len(g) != len(w) || len(w) == 0 {
+		return false
+	}
+	for name, wv := range w {
+		gv, ok := g[name]
+		if !ok {
+			return false
+		}
+		gq, wq := parsed(t, "rendered "+name, quantityText(gv)), parsed(t, "asked-for "+name, quantityText(wv))
+		if gq.Cmp(wq) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func targetPort(svc map[string]any, port any) string {

@@ -2,9 +2,10 @@
 // Istio release the lab pins: its Helm charts (rendered with Helm's SDK and installed on a real
 // kube-apiserver) and its control plane (pilot, run in-process, turning the lab's Gateway,
 // VirtualServices and each scenario's EnvoyFilter into the listener it would push to the
-// gateway). It is its own Go module because Istio 1.27's dependencies conflict with the
-// program's; it reads what the program renders from files the main module's tests keep in
-// step with the program: infra/testdata/istio-inputs.yaml and infra/envoyfilter/testdata.
+// gateway). It is its own Go module because Istio's dependencies (Kubernetes 0.36 libraries,
+// Helm 4) conflict with the program's; it reads what the program renders from files the main
+// module's tests keep in step with the program: infra/testdata/istio-inputs.yaml and
+// infra/envoyfilter/testdata.
 package istioproof
 
 import (
@@ -19,8 +20,12 @@ import (
 )
 
 // Pinned is the Istio release whose code this module builds against: the module version in
-// go.mod is the commit of the 1.27.9 tag (b9159ca3e5d5), the release the lab installs.
-const Pinned = "1.27.9"
+// go.mod (v0.0.0-20260827124520-eed52ebb66ad) is the commit of the 1.31.0 tag, the release the
+// lab installs; the Go module proxy serves that pseudo-version, not the tag. Helm's SDK is the
+// one Istio 1.31.0 itself builds with (helm.sh/helm/v4 v4.2.0), with Kubernetes' v0.36.1
+// libraries and istio.io/client-go v1.31.0 (tagged from the same commit as the client-go
+// pseudo-version Istio 1.31.0 requires).
+const Pinned = "1.31.0"
 
 // Release is one Istio chart release as the program installs it.
 type Release struct {

@@ -18,7 +18,7 @@ func TestGatewayMemoryLimitIsTheCharts(t *testing.T) {
 		t.Fatal(err)
 	}
 	def, ok := At(c.Values, "resources.limits.memory")
-	if !ok { // Istio 1.2x charts keep their defaults under _internal_defaults_do_not_set
+	if !ok { // Istio's charts since 1.2x keep their defaults under _internal_defaults_do_not_set
 		def, ok = At(c.Values, "_internal_defaults_do_not_set.resources.limits.memory")
 	}
 	if !ok {

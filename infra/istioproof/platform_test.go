@@ -3,7 +3,7 @@ package istioproof
 import (
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/chart/common"
 )
 
 // The istio-cni DaemonSet, rendered by Istio's own chart with the values the program hands it
@@ -20,14 +20,14 @@ func TestCNIPathsPerPlatform(t *testing.T) {
 	cases := []struct {
 		platform      string
 		release       Release
-		kube          chartutil.KubeVersion
+		kube          common.KubeVersion
 		bin, conf     string
 		resourceQuota bool
 	}{
 		{"k3d", k3d, KubeVersion, "/var/lib/rancher/k3s/data/cni", "/var/lib/rancher/k3s/agent/etc/cni/net.d", false},
-		{"gke", platformRelease(t, in, "gke", "cni"), chartutil.KubeVersion{Version: "v1.33.5-gke.1200000", Major: "1", Minor: "33"},
+		{"gke", platformRelease(t, in, "gke", "cni"), MustKubeVersion(GKEKubeVersion),
 			"/home/kubernetes/bin", "/etc/cni/net.d", true},
-		{"eks", platformRelease(t, in, "eks", "cni"), chartutil.KubeVersion{Version: "v1.33.5-eks-3025e55", Major: "1", Minor: "33"},
+		{"eks", platformRelease(t, in, "eks", "cni"), MustKubeVersion(EKSKubeVersion),
 			"/opt/cni/bin", "/etc/cni/net.d", false},
 		{"aks", platformRelease(t, in, "aks", "cni"), KubeVersion, "/opt/cni/bin", "/etc/cni/net.d", false},
 	}
@@ -66,6 +66,13 @@ func TestCNIPathsPerPlatform(t *testing.T) {
 		})
 	}
 }
+
+// GKEKubeVersion and EKSKubeVersion are Kubernetes versions as those clouds' clusters report
+// them (GKE's "-gke." suffix is what Istio's CNI chart detects GKE by).
+const (
+	GKEKubeVersion = "v1.33.5-gke.1200000"
+	EKSKubeVersion = "v1.33.5-eks-3025e55"
+)
 
 func platformRelease(t *testing.T, in *Inputs, platform, chart string) Release {
 	t.Helper()
