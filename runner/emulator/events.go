@@ -1,19 +1,16 @@
 package emulator
 
-import "time"
+import (
+	"time"
+
+	"github.com/igwlab/igwlab/runner/model"
+)
 
 // The pool's record of what happened to it: knob changes, faults, and the steps of a
 // scenario's own events, which a run reads to say what disturbed it and to draw its timeline.
 
 // Event is something that happened to the pool (a knob change, a pod killed or restarted).
-type Event struct {
-	Time   time.Time `json:"time"`
-	Kind   string    `json:"kind"`
-	Pod    string    `json:"pod,omitempty"`
-	Detail string    `json:"detail,omitempty"`
-	// Planned marks a scenario's own event (a scale, a rollout, a push), not a disruption.
-	Planned bool `json:"planned,omitempty"`
-}
+type Event = model.Event
 
 func (p *Pool) event(kind, pod, detail string) {
 	p.mu.Lock()

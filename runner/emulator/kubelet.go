@@ -8,22 +8,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/igwlab/igwlab/runner/model"
 )
 
-// The gateway pods' node: what its kubelet serves on /metrics/cadvisor for their istio-proxy
-// containers, as cAdvisor names it (metrics/prometheus.go): the CPU they used
-// (container_cpu_usage_seconds_total: the workers' busy time), their resources
-// (container_spec_cpu_quota and _period in microseconds, container_spec_cpu_shares), and under
-// a CPU limit the CFS counters, which cAdvisor exports only for a container with a quota
-// (container_cpu_cfs_periods_total, container_cpu_cfs_throttled_periods_total,
-// container_cpu_cfs_throttled_seconds_total). The runner reads them as it reads a cluster's
-// kubelets, and diagnose as Prometheus scrapes them.
+// The gateway pods' node: its kubelet's /metrics/cadvisor for their istio-proxy containers
+// (model.CAdvisor), which the runner reads as it reads a cluster's kubelets.
 
 // Kubelet labels of the gateway's containers.
 const (
-	GatewayNamespace = "istio-ingress"
-	ProxyContainer   = "istio-proxy"
-	proxyImage       = "igwlab/emulated-proxyv2"
+	GatewayNamespace = model.GatewayNamespace
+	ProxyContainer   = model.ProxyContainer
 	// NodeName is the node the local gateway pods run on.
 	NodeName = "igwlab-local"
 )
@@ -39,7 +34,7 @@ func (p *Pool) startKubelet() error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(cadvisorCollector{p})
+	reg.MustRegister(model.CAdvisor{Containers: p.containers, Now: time.Now})
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics/cadvisor", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	p.kubelet = &kubelet{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
@@ -56,44 +51,21 @@ func (k *kubelet) close() {
 // KubeletURL is the base URL of the gateway pods' node's kubelet (its /metrics/cadvisor).
 func (p *Pool) KubeletURL() string { return "http://" + p.kubelet.ln.Addr().String() }
 
-type cadvisorCollector struct{ p *Pool }
-
-func (cadvisorCollector) Describe(chan<- *prometheus.Desc) {} // unchecked: pods come and go
-
-var cadvisorLabels = []string{"container", "id", "image", "name", "namespace", "pod"}
-
-func (c cadvisorCollector) Collect(ch chan<- prometheus.Metric) {
-	desc := func(name string) *prometheus.Desc { return prometheus.NewDesc(name, "", cadvisorLabels, nil) }
-	for _, pod := range c.p.gateway {
+// containers are the gateway pods' running istio-proxy containers.
+func (p *Pool) containers() []model.Container {
+	var out []model.Container
+	for _, pod := range p.gateway {
 		if !pod.Up() {
 			continue // no container: cAdvisor has no cgroup to read
 		}
 		pod.mu.Lock()
 		ws, q := pod.workers, pod.quota
 		pod.mu.Unlock()
-		vals := []string{ProxyContainer, "/kubepods/pod-" + pod.Name + "/" + ProxyContainer, proxyImage, pod.Name + "_" + ProxyContainer, GatewayNamespace, pod.Name}
 		var busy time.Duration
 		for _, w := range ws {
 			busy += w.Busy()
 		}
-		ch <- prometheus.MustNewConstMetric(desc("container_cpu_usage_seconds_total"), prometheus.CounterValue, busy.Seconds(), vals...)
-		if q == nil {
-			continue
-		}
-		st := q.Stats(time.Now())
-		ch <- prometheus.MustNewConstMetric(desc("container_spec_cpu_period"), prometheus.GaugeValue, float64(q.Period.Microseconds()), vals...)
-		ch <- prometheus.MustNewConstMetric(desc("container_spec_cpu_quota"), prometheus.GaugeValue, float64(q.Quota.Microseconds()), vals...)
-		ch <- prometheus.MustNewConstMetric(desc("container_spec_cpu_shares"), prometheus.GaugeValue, float64(cpuShares(q.RequestMilli)), vals...)
-		ch <- prometheus.MustNewConstMetric(desc("container_cpu_cfs_periods_total"), prometheus.CounterValue, float64(st.Periods), vals...)
-		ch <- prometheus.MustNewConstMetric(desc("container_cpu_cfs_throttled_periods_total"), prometheus.CounterValue, float64(st.Throttled), vals...)
-		ch <- prometheus.MustNewConstMetric(desc("container_cpu_cfs_throttled_seconds_total"), prometheus.CounterValue, st.ThrottledTime.Seconds(), vals...)
+		out = append(out, model.Container{Pod: pod.Name, Busy: busy, Quota: q})
 	}
-}
-
-// cpuShares is the kubelet's cpu.shares for a request in millicores (MilliCPUToShares).
-func cpuShares(milli int64) int64 {
-	if milli == 0 {
-		return 2
-	}
-	return min(max(milli*1024/1000, 2), 262144)
+	return out
 }

@@ -61,23 +61,10 @@ type Config struct {
 }
 
 // cpuLimit is the CFS limit each gateway pod runs under, in millicores (0: none).
-func (c *Config) cpuLimit() int64 {
-	switch {
-	case c.CPULimit < 0:
-		return 0
-	case c.CPULimit == 0:
-		return int64(c.Workers) * 1000
-	}
-	return c.CPULimit
-}
+func (c *Config) cpuLimit() int64 { return model.CPULimit(c.Workers, c.CPULimit) }
 
 // cpuRequest is each gateway pod's CPU request in millicores (0 with no limit and none given).
-func (c *Config) cpuRequest() int64 {
-	if c.CPURequest > 0 {
-		return c.CPURequest
-	}
-	return c.cpuLimit()
-}
+func (c *Config) cpuRequest() int64 { return model.CPURequest(c.Workers, c.CPULimit, c.CPURequest) }
 
 // memoryLimit is the limit each pod is held to (0: none).
 func (c *Config) memoryLimit() int64 {

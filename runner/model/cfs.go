@@ -181,3 +181,24 @@ func (q *Quota) Stats(now time.Time) CFSStats {
 	}
 	return s
 }
+
+// CPULimit is the CFS limit a gateway pod of workers runs under, in millicores, from the limit
+// asked for: 0 is the lab's, one core per worker (it sets request = limit = concurrency); a
+// negative one is none (0 returned).
+func CPULimit(workers int, asked int64) int64 {
+	switch {
+	case asked < 0:
+		return 0
+	case asked == 0:
+		return int64(workers) * 1000
+	}
+	return asked
+}
+
+// CPURequest is a gateway pod's CPU request in millicores: the one asked for, or the limit.
+func CPURequest(workers int, limit, asked int64) int64 {
+	if asked > 0 {
+		return asked
+	}
+	return CPULimit(workers, limit)
+}
