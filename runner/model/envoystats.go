@@ -63,7 +63,7 @@ func NewHCMStats(st *Store, px, la string) *HCMStats {
 	s.RxReset, s.TxReset = PlainStat(st, Counter, "http2.rx_reset"), PlainStat(st, Counter, "http2.tx_reset")
 	s.Refused = PlainStat(st, Counter, "http2.stream_refused_errors")
 	s.RxMessagingError = PlainStat(st, Counter, "http2.rx_messaging_error")
-	s.Trailers = PlainStat(st, Counter, "http2.Trailers")
+	s.Trailers = PlainStat(st, Counter, "http2.trailers")
 	s.HeaderOverflow = PlainStat(st, Counter, "http2.header_overflow")
 	s.OutboundFlood = PlainStat(st, Counter, "http2.outbound_flood")
 	s.OutboundControlFlood = PlainStat(st, Counter, "http2.outbound_control_flood")
