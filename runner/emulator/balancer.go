@@ -97,6 +97,13 @@ func (b *Balancer) accept() {
 	}
 }
 
+// reseed restarts the balancer's picks from seed (model.L4.Reseed).
+func (b *Balancer) reseed(seed uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.l4.Reseed(seed)
+}
+
 func (b *Balancer) pick(client net.Addr) *Pod {
 	var ready []*Pod
 	for _, p := range b.pods() {

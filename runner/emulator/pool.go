@@ -50,8 +50,10 @@ type Pool struct {
 
 	mu         sync.Mutex
 	generation int
-	setup      Setup
-	events     []Event
+	// applied counts the setups applied: each reseeds the L4 balancers (model.ScenarioSeed).
+	applied int
+	setup   Setup
+	events  []Event
 	// lifecycle counts the pending steps of pods coming and going (readiness, terminations,
 	// restarts), so that the next scenario starts once they are over.
 	lifecycle sync.WaitGroup
@@ -240,6 +242,11 @@ func (p *Pool) FilterCosts() (jwt, accessLogEntry time.Duration) { return p.jwt.
 func (p *Pool) Apply(s Setup) int {
 	p.mu.Lock()
 	p.generation++
+	p.applied++
+	p.vip.reseed(model.ScenarioSeed(p.cfg.Seed, p.applied))
+	if p.waypointVIP != nil {
+		p.waypointVIP.reseed(model.ScenarioSeed(p.cfg.Seed^0xabcdef, p.applied))
+	}
 	changed := model.SetupKey(p.setup) != model.SetupKey(s)
 	p.setup = s
 	cfg := p.listenerConfig(s, p.generation)

@@ -87,13 +87,24 @@ const (
 // passes to Envoy as --drain-time-s.
 const DefaultListenerDrainTime = 45 * time.Second
 
+// MaxPods and MaxWorkers bound the socket emulator's pool: every pod listens on loopback and
+// every worker is a goroutine with its sockets.
+const (
+	MaxPods    = 64
+	MaxWorkers = 64
+)
+
 // Check validates the configuration.
-func (c *Config) Check() error {
-	if c.Pods < 1 || c.Pods > 64 {
-		return fmt.Errorf("pods %d: allowed 1..64", c.Pods)
+func (c *Config) Check() error { return c.CheckWithin(MaxPods, MaxWorkers) }
+
+// CheckWithin validates the configuration for a pool of at most maxPods pods of maxWorkers
+// workers (the simulated target runs larger pools from the same configuration).
+func (c *Config) CheckWithin(maxPods, maxWorkers int) error {
+	if c.Pods < 1 || c.Pods > maxPods {
+		return fmt.Errorf("pods %d: allowed 1..%d", c.Pods, maxPods)
 	}
-	if c.Workers < 1 || c.Workers > 64 {
-		return fmt.Errorf("concurrency %d: allowed 1..64 workers per pod", c.Workers)
+	if c.Workers < 1 || c.Workers > maxWorkers {
+		return fmt.Errorf("concurrency %d: allowed 1..%d workers per pod", c.Workers, maxWorkers)
 	}
 	if c.WaypointPods < 0 || c.WaypointPods > 32 {
 		return fmt.Errorf("waypoint pods %d: allowed 0..32", c.WaypointPods)

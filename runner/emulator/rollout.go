@@ -57,24 +57,7 @@ func (p *Pool) roll(ctx context.Context, old []*Pod, surge, unavailable int, lc 
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the rollout did not finish by its deadline")
 		}
-		var oldLeft []*Pod
-		ready := 0
-		for _, pod := range p.live() {
-			if isOld[pod] {
-				oldLeft = append(oldLeft, pod)
-			}
-			if pod.Serving() {
-				ready++
-			}
-		}
-		newReady := 0
-		for _, n := range made {
-			if n.Serving() {
-				newReady++
-			}
-		}
-		st := model.Rollout{Replicas: replicas, Surge: surge, Unavailable: unavailable, OldLeft: len(oldLeft), Made: len(made),
-			NewReady: newReady, Ready: ready, VictimServing: len(oldLeft) > 0 && oldLeft[0].Serving()}
+		st, oldLeft := model.ObserveRollout(replicas, surge, unavailable, p.live(), isOld, made)
 		switch st.Next() {
 		case model.RolloutDone:
 			return nil

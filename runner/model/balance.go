@@ -25,6 +25,19 @@ func NewL4(mode string, seed uint64) *L4 {
 	return &L4{Mode: mode, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 }
 
+// Reseed starts the balancer's picks afresh from seed, and its round robin from the first pod.
+// The pools reseed it as each scenario's setup is applied (ScenarioSeed): a scenario's
+// placements then follow from the pool's seed and how many setups came before, not from every
+// connection earlier runs opened, so two targets given one seed place a scenario's connections
+// alike (the calibration tier compares them scenario by scenario).
+func (b *L4) Reseed(seed uint64) {
+	b.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	b.rr = 0
+}
+
+// ScenarioSeed is the balancer's seed for the n-th setup applied to a pool of seed pool.
+func ScenarioSeed(pool uint64, n int) uint64 { return pool + uint64(n)*0xbf58476d1ce4e5b9 }
+
 // Pick chooses among n ready pods (in slot order) for a connection from clientIP: kube-proxy's
 // iptables rules pick an endpoint at random (statistic mode random), IPVS round-robin in turn,
 // source hashing by the client's address. -1 when none is ready. Not safe for concurrent use.

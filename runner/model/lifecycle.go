@@ -91,3 +91,32 @@ type Lifecycle struct {
 	ReadyDelay       time.Duration
 	TerminationDrain time.Duration
 }
+
+// RolloutPod is a pod as the Deployment controller watches it during a rolling restart.
+type RolloutPod interface {
+	comparable
+	Serving() bool
+}
+
+// ObserveRollout is the controller's view of a rolling restart: live are the pods that exist
+// and are not terminating, oldest slot first; old, the pods the rollout replaces; made, the new
+// pods started so far. It returns the state and the old pods still there, the oldest first.
+func ObserveRollout[P RolloutPod](replicas, surge, unavailable int, live []P, old map[P]bool, made []P) (Rollout, []P) {
+	var oldLeft []P
+	ready, newReady := 0, 0
+	for _, pod := range live {
+		if old[pod] {
+			oldLeft = append(oldLeft, pod)
+		}
+		if pod.Serving() {
+			ready++
+		}
+	}
+	for _, n := range made {
+		if n.Serving() {
+			newReady++
+		}
+	}
+	return Rollout{Replicas: replicas, Surge: surge, Unavailable: unavailable, OldLeft: len(oldLeft), Made: len(made),
+		NewReady: newReady, Ready: ready, VictimServing: len(oldLeft) > 0 && oldLeft[0].Serving()}, oldLeft
+}
