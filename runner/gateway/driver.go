@@ -32,12 +32,17 @@ type Driver struct {
 	Resolve func(lab *stacks.Scenario) (stacks.Scenario, []stacks.Departure)
 	// Timing is the part of every scenario's time this kind fixes, read from its settings.
 	Timing func(o Options) (Timing, error)
+	// MaxPods and MaxWorkers bound the pool's --pods and --concurrency on this kind (0: the
+	// socket emulator's bounds).
+	MaxPods, MaxWorkers int
 }
 
 // Options configure a target; each kind reads the part that is its own.
 type Options struct {
-	// Pool sizes the emulated pool of a local target.
+	// Pool sizes the emulated pool of a local target, and the simulated one.
 	Pool emulator.Config
+	// Harness gives the simulated target the local target's machine (sim.LocalHarness).
+	Harness bool
 	// Stack selects the Pulumi stack (and so the cluster) of a target switched through it.
 	Stack StackOptions
 	// Progress receives progress (Pulumi's, for a stack); nil is quiet.
@@ -60,6 +65,9 @@ type StackOptions struct {
 type Timing struct {
 	Drain   time.Duration
 	Workers int
+	// Virtual: the windows run in virtual time, taking only the wall time their simulation
+	// takes.
+	Virtual bool
 	// Source says where the numbers come from.
 	Source string
 }

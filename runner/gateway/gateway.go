@@ -135,3 +135,40 @@ type Evented interface {
 	// Timeline lists the steps of the scenario's own events since a time.
 	Timeline(since time.Time) []Disruption
 }
+
+// Virtual is implemented by a target that runs in virtual time (the simulator): its pool stands
+// still between calls, so the suite's waits (a settle, the wait for a quiet pool), its samples
+// and a scenario's events happen on the target's clock, and a window takes the wall time its
+// simulation takes.
+type Virtual interface {
+	// Now is the target's clock.
+	Now() time.Time
+	// Advance runs the pool d further with no client of the caller's.
+	Advance(ctx context.Context, d time.Duration) error
+	// LoadTimed runs a client as Load does, calling each hook at its times on the target's
+	// clock while the window runs.
+	LoadTimed(ctx context.Context, spec load.Spec, hooks []Hook) (*load.Result, error)
+}
+
+// Checker is a target that refuses, before anything runs, a scenario it cannot run (a client
+// it has no model of, a pool or client too large for it), naming the field and its limit.
+// sc is the scenario as the target runs it (Resolve).
+type Checker interface {
+	Check(sc stacks.Scenario) error
+}
+
+// Forker is a target that can open copies of itself, each an independent pool of the same
+// configuration whose placements are seeded from i (a simulation: a copy costs nothing), so
+// that the runs of a sweep go side by side on the machine's cores, each run's placement fixed
+// by its place in the sweep whatever the number of cores.
+type Forker interface {
+	Fork(i int) (Target, error)
+}
+
+// Hook is something done on a virtual target's clock during a window: once at At from its
+// start, or every Every (At 0). The pool stands still while F runs, so what F reads through
+// the target (a pod's admin, the pod list) is the pool at that instant.
+type Hook struct {
+	At, Every time.Duration
+	F         func(now time.Time)
+}

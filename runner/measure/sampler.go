@@ -120,6 +120,8 @@ type Sampler struct {
 	closed   float64 // connections closed since the window began, at the last sample
 	errors   int
 	OnSample func(Live)
+	// Clock is the time the samples are taken at: the wall clock (nil), or a virtual target's.
+	Clock func() time.Time
 }
 
 // Live is what the live progress line shows.
@@ -150,8 +152,9 @@ type row struct {
 	cx, rates map[string]float64
 }
 
+// Run samples the window every interval of the wall clock until ctx ends.
 func (s *Sampler) Run(ctx context.Context, every time.Duration) {
-	s.start, s.prevAt = time.Now(), time.Now()
+	s.Begin()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -164,13 +167,32 @@ func (s *Sampler) Run(ctx context.Context, every time.Duration) {
 	}
 }
 
+// Begin starts the window now, on the sampler's clock. A target in virtual time begins the
+// window and then calls Sample at each of its ticks, the pool standing still meanwhile.
+func (s *Sampler) Begin() {
+	now := s.now()
+	s.mu.Lock()
+	s.start, s.prevAt = now, now
+	s.mu.Unlock()
+}
+
+// Sample reads every pod once and adds a row, as Run does at each tick.
+func (s *Sampler) Sample(ctx context.Context) { s.sample(ctx) }
+
+func (s *Sampler) now() time.Time {
+	if s.Clock != nil {
+		return s.Clock()
+	}
+	return time.Now()
+}
+
 // sample reads every pod once and adds a row. A round in which no pod could be read (the
 // window ended while the reads were in flight, or every admin failed) adds no row: a row of
 // zeros would read as a pool that went idle.
 func (s *Sampler) sample(ctx context.Context) {
 	pods := s.current(ctx)
 	snaps, raws, errs := Scrape(ctx, s.t, pods)
-	now := time.Now()
+	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ctx.Err() != nil {

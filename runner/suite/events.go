@@ -81,10 +81,7 @@ func (r *run) fireEvents(ctx context.Context, sc stacks.Scenario, start time.Tim
 			if err := sleep(ctx, time.Until(start.Add(e.At.D()))); err != nil {
 				return
 			}
-			r.prog.step("event: %s", e)
-			if err := ev.Event(ctx, e, sc.Pool); err != nil {
-				r.warn(fmt.Sprintf("event %s failed: %v", e, err))
-			}
+			r.event(ctx, ev, e, sc.Pool)
 		}
 	}()
 	return wg.Wait

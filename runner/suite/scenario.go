@@ -29,10 +29,7 @@ func (r *run) scenario(ctx context.Context, lab *stacks.Scenario, dir string) *a
 	}
 	res := &analysis.Result{Name: sc.Name, Title: sc.Title, Hypothesis: sc.Hypothesis, Client: sc.Client.Kind,
 		Knobs: sc.Knobs.Effective()}
-	workers := r.info.Concurrency
-	if sc.Pool.Concurrency > 0 {
-		workers = sc.Pool.Concurrency
-	}
+	_, workers := PoolSize(r.info, sc)
 	if need := sc.Requires.MinConcurrency; need > workers {
 		res.Status = analysis.StatusSkipped
 		res.Reason = fmt.Sprintf("needs concurrency >= %d (Envoy workers per pod) and this target has %d; with one worker there is nothing to balance inside a pod. Rerun with --concurrency %d", need, workers, need)
@@ -49,7 +46,7 @@ func (r *run) scenario(ctx context.Context, lab *stacks.Scenario, dir string) *a
 	}
 	deps = append(deps, r.info.Departures...)
 	ew.Add(writeScenarioFile(filepath.Join(dir, "scenario.yaml"), lab, sc, deps, why, r.info, r.o.EnvoyFilters))
-	started := time.Now()
+	started := r.now()
 	out, err := r.measure(ctx, sc, deps, dir, &ew)
 	if err != nil {
 		res.Status, res.Reason = analysis.StatusFailed, err.Error()
@@ -84,7 +81,7 @@ func (r *run) disruptions(res *analysis.Result, since time.Time, dir string, ew 
 // measure does the scenario's steps and returns the analysis input.
 func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Departure, dir string, ew *measure.Errs) (*analysis.Input, error) {
 	t := r.o.Target
-	begun := time.Now()
+	begun := r.now()
 	if err := r.preparePool(ctx, sc); err != nil {
 		return nil, err
 	}
@@ -104,7 +101,7 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 	r.prog.step("applying %s", sc.Knobs.Short())
 	// The settle time runs from the change, alongside the wait for the replaced listeners to
 	// drain: it is time for the pool to quiet down, not an extra pause after it has.
-	settled := time.Now().Add(sc.Load.Settle.D())
+	settled := r.now().Add(sc.Load.Settle.D())
 	if err := t.Apply(ctx, sc); err != nil {
 		return nil, fmt.Errorf("applying knobs: %w", err)
 	}
@@ -112,7 +109,7 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 		return nil, err
 	}
 	r.prog.step("settling %s", sc.Load.Settle)
-	if err := sleep(ctx, time.Until(settled)); err != nil {
+	if err := r.wait(ctx, settled.Sub(r.now())); err != nil {
 		return nil, err
 	}
 	spec, err := r.loadSpec(sc)
@@ -123,7 +120,7 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 		r.prog.step("warm-up %s", sc.Load.Warmup)
 		warm := spec
 		warm.Duration = w
-		if _, err := r.runLoad(ctx, warm, dir); err != nil && ctx.Err() == nil {
+		if _, err := r.runLoad(ctx, warm, dir, nil); err != nil && ctx.Err() == nil {
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
@@ -151,17 +148,7 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 	case len(sc.Events) > 0:
 		every = min(every, eventSampleEvery)
 	}
-	sctx, stop := context.WithCancel(ctx)
-	sampled := make(chan struct{})
-	go func() { smp.Run(sctx, every); close(sampled) }()
-	start := time.Now()
-	fired := r.fireEvents(sctx, sc, start)
-	r.prog.step("load: %s for %s", clientText(sc.Client), sc.Load.Duration)
-	result, loadErr := r.runLoad(ctx, spec, dir)
-	window := time.Since(start)
-	stop()
-	<-sampled
-	fired()
+	start, window, result, loadErr := r.window(ctx, sc, spec, smp, every, dir)
 	initial := podNames
 	if smp.Relist {
 		gw, pre, preRaw = seenPods(gw, smp, pre, preRaw)
@@ -237,7 +224,7 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 // client closes its connections as it ends; if some stay open (another client, a connection
 // being torn down) after quietWait, the window starts anyway and a warning says how many.
 func (r *run) quiet(ctx context.Context, gw []gateway.Pod) ([]stats.Snapshot, [][]byte, error) {
-	deadline := time.Now().Add(quietWait)
+	deadline := r.now().Add(quietWait)
 	for {
 		pre, preRaw, preErrs := r.adm().Scrape(ctx, gw)
 		if err := errors.Join(preErrs...); err != nil {
@@ -251,13 +238,13 @@ func (r *run) quiet(ctx context.Context, gw []gateway.Pod) ([]stats.Snapshot, []
 		for _, s := range pre {
 			open += stats.Extract(s, r.names).CxActive
 		}
-		if open == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+		if open == 0 || r.now().After(deadline) || ctx.Err() != nil {
 			if open > 0 {
 				r.warn(fmt.Sprintf("%d connection(s) were still open on the gateway when the window began (opened before it: they count in downstream_cx_active, not in the window's connections)", int(open)))
 			}
 			return pre, preRaw, nil
 		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := r.wait(ctx, 100*time.Millisecond); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -287,10 +274,10 @@ func containerCPU(pages []stats.Snapshot) map[string]stats.CPU {
 // quietWait bounds the wait for the gateway to hold no connection before a window.
 const quietWait = 3 * time.Second
 
-// runLoad runs the scenario's client. A client that panics (an in-process one on the local
+// runLoad runs the scenario's client, with hooks on a virtual target's clock. A client that panics (an in-process one on the local
 // target) is turned into an error with its stack kept in the folder: the crash is reported as
 // the scenario's failure and the suite goes on.
-func (r *run) runLoad(ctx context.Context, spec load.Spec, dir string) (res *load.Result, err error) {
+func (r *run) runLoad(ctx context.Context, spec load.Spec, dir string, hooks []gateway.Hook) (res *load.Result, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			crash := fmt.Sprintf("the %s client panicked: %v\n\n%s", spec.Kind, v, debug.Stack())
@@ -298,6 +285,9 @@ func (r *run) runLoad(ctx context.Context, spec load.Spec, dir string) (res *loa
 			res, err = nil, fmt.Errorf("the %s client crashed: %v (its stack is in client-crash.txt)", spec.Kind, v)
 		}
 	}()
+	if v, ok := r.virtual(); ok {
+		return v.LoadTimed(ctx, spec, hooks)
+	}
 	return r.o.Target.Load(ctx, spec)
 }
 
@@ -438,4 +428,17 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-time.After(d):
 		return nil
 	}
+}
+
+// PoolSize is the pods and workers per pod a scenario's window starts with on a target: the
+// scenario's pool where it sets one (a production-size pool), else the target's.
+func PoolSize(info gateway.Info, sc stacks.Scenario) (pods, workers int) {
+	pods, workers = info.Pods, info.Concurrency
+	if sc.Pool.Replicas > 0 {
+		pods = sc.Pool.Replicas
+	}
+	if sc.Pool.Concurrency > 0 {
+		workers = sc.Pool.Concurrency
+	}
+	return pods, workers
 }

@@ -286,6 +286,9 @@ func repText(rep, n int) string {
 	return fmt.Sprintf(" (run %d of %d)", rep, n)
 }
 
+// OneLine is a run's outcome in a line, as the progress shows it.
+func OneLine(r *analysis.Result) string { return oneLine(r) }
+
 func oneLine(r *analysis.Result) string {
 	if !r.OK() {
 		return string(r.Status) + ": " + r.Reason

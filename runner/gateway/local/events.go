@@ -64,3 +64,20 @@ func (l *Local) Size(ctx context.Context, s stacks.Size) error {
 	return l.Pool.Resize(ctx, emulator.Size{Workers: s.Concurrency, CPULimit: int64(s.CPULimit), CPURequest: int64(s.CPURequest),
 		ServiceTime: s.ServiceTime.D()})
 }
+
+// Check implements gateway.Checker: the emulated pool listens on loopback with a port per pod,
+// and holds at most emulator.MaxPods pods and MaxWorkers workers a pod.
+func (l *Local) Check(sc stacks.Scenario) error {
+	if n := sc.Pool.Replicas; n > emulator.MaxPods {
+		return fmt.Errorf("pool.replicas %d: allowed 0..%d on the local target; run it with --target sim", n, emulator.MaxPods)
+	}
+	if n := sc.Pool.Concurrency; n > emulator.MaxWorkers {
+		return fmt.Errorf("pool.concurrency %d: allowed 0..%d on the local target; run it with --target sim", n, emulator.MaxWorkers)
+	}
+	for i, e := range sc.Events {
+		if e.Scale > emulator.MaxPods {
+			return fmt.Errorf("events[%d].scale %d: allowed 1..%d on the local target; run it with --target sim", i, e.Scale, emulator.MaxPods)
+		}
+	}
+	return nil
+}

@@ -44,7 +44,7 @@ const MaxRTT = time.Second
 func (p *PoolFlags) Register(fs *pflag.FlagSet) {
 	p.fs = fs
 	d := emulator.DefaultModel
-	fs.IntVar(&p.pods, "pods", 6, "gateway pods (1..64)")
+	fs.IntVar(&p.pods, "pods", 6, "gateway pods (1..64; up to 1000 on --target sim)")
 	p.concurrency = 1
 	fs.Var(&workersFlag{p: p}, "concurrency", "Envoy workers per gateway pod (1..64)")
 	fs.IntVar(&p.waypointPods, "waypoint-pods", 3, "waypoint pods for scenarios 06 and 07 (0..32)")
@@ -145,6 +145,18 @@ func ParseQuantity(s string) (int64, error) {
 
 // Config is the pool the flags describe, or an error naming the flag and its allowed range.
 func (p *PoolFlags) Config() (emulator.Config, error) {
+	return p.ConfigWithin(emulator.MaxPods, emulator.MaxWorkers)
+}
+
+// ConfigWithin is Config for a kind of target whose pools may hold up to maxPods pods of
+// maxWorkers workers (gateway.Driver's MaxPods, MaxWorkers; 0: the socket emulator's).
+func (p *PoolFlags) ConfigWithin(maxPods, maxWorkers int) (emulator.Config, error) {
+	if maxPods == 0 {
+		maxPods = emulator.MaxPods
+	}
+	if maxWorkers == 0 {
+		maxWorkers = emulator.MaxWorkers
+	}
 	c := emulator.Config{Pods: p.pods, Workers: p.concurrency, WaypointPods: p.waypointPods,
 		WaypointWorkers: p.waypointWorkers, Balance: p.balance, Seed: p.seed, TLS: p.tls,
 		ListenerDrainTime: p.drainTime, Codec: p.codec, Envoy: p.envoy,
@@ -153,7 +165,7 @@ func (p *PoolFlags) Config() (emulator.Config, error) {
 		flag      string
 		v, lo, hi int
 	}{
-		{"--pods", p.pods, 1, 64}, {"--concurrency", p.concurrency, 1, 64},
+		{"--pods", p.pods, 1, maxPods}, {"--concurrency", p.concurrency, 1, maxWorkers},
 		{"--waypoint-pods", p.waypointPods, 0, 32}, {"--waypoint-concurrency", p.waypointWorkers, 1, 64},
 	} {
 		if f.v < f.lo || f.v > f.hi {
@@ -221,7 +233,7 @@ func (p *PoolFlags) Config() (emulator.Config, error) {
 	default:
 		return c, fmt.Errorf("--http2-codec %q: allowed %s, %s (unset: Envoy %s's, %s)", p.codec, emulator.CodecOghttp2, emulator.CodecNghttp2, rel.Envoy, rel.Codec)
 	}
-	if err := c.Check(); err != nil {
+	if err := c.CheckWithin(maxPods, maxWorkers); err != nil {
 		return c, err
 	}
 	switch p.balance {

@@ -96,7 +96,7 @@ func TestDefaultPoolHasNoRTT(t *testing.T) {
 	}
 
 	c.ClientRTT, c.UpstreamRTT = 20*time.Millisecond, 0
-	withRTT := departures(c)
+	withRTT := Departures(c)
 	if len(withRTT) != 2 || !strings.Contains(withRTT[1].Local, "20ms") || !strings.Contains(withRTT[1].Local, "10ms each way") {
 		t.Errorf("with --client-rtt 20ms: departures %+v", withRTT)
 	}

@@ -75,12 +75,12 @@ func (l *Local) Info(context.Context) (gateway.Info, error) {
 			"access_log_entry_cost_us": al.Microseconds(), "tls": c.TLS,
 			"tls_handshake_cost_us": l.Pool.TLSHandshakeCost().Microseconds(),
 			"http2_codec":           c.Codec, "listener_drain_s": c.ListenerDrainTime.Seconds(),
-		}, Departures: departures(c), ClientRTTMs: ms(c.ClientRTT), UpstreamRTTMs: ms(c.UpstreamRTT), EnvoyDefaults: c.Envoy}, nil
+		}, Departures: Departures(c), ClientRTTMs: ms(c.ClientRTT), UpstreamRTTMs: ms(c.UpstreamRTT), EnvoyDefaults: c.Envoy}, nil
 }
 
-// departures are where the pool itself runs every scenario differently from the lab: its
-// short listener drain, and a round-trip time when one is set.
-func departures(c emulator.Config) []stacks.Departure {
+// Departures are where the pool itself runs every scenario differently from the lab: its
+// short listener drain, its Envoy release and CPU when set, and a round-trip time when one is.
+func Departures(c emulator.Config) []stacks.Departure {
 	out := []stacks.Departure{{
 		Field: "gateway listener drain time (Envoy --drain-time-s)",
 		Lab:   "the lab's igwlab:gatewayDrainDuration, the gateway pods' drainDuration (Istio's own default is 45s)",
