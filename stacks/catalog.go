@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"sort"
 	"strings"
 )
@@ -13,6 +14,16 @@ import (
 //
 //go:embed *.yaml
 var builtin embed.FS
+
+// production holds the production-shaped scenarios: pools of tens of pods under thousands of
+// connections, a catalog of their own (igwlab suite --catalog production) that only the
+// simulated target runs.
+//
+//go:embed production/*.yaml
+var production embed.FS
+
+// ProductionName is the name --catalog takes for the built-in production catalog.
+const ProductionName = "production"
 
 // Catalog is an ordered, validated set of scenarios.
 type Catalog struct {
@@ -28,6 +39,18 @@ func Builtin() (*Catalog, error) {
 	}
 	for _, s := range cat.list {
 		s.File = "stacks/" + s.File
+	}
+	return cat, nil
+}
+
+// Production loads the production-shaped scenarios.
+func Production() (*Catalog, error) {
+	cat, err := Load(production, "production")
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range cat.list {
+		s.File = "stacks/production/" + path.Base(s.File)
 	}
 	return cat, nil
 }

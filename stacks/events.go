@@ -231,8 +231,10 @@ func scaledValue(v string, total int, roundUp bool) (int, error) {
 	return n, nil
 }
 
-// MaxReplicas is the most gateway pods a scenario's pool and events may ask for.
-const MaxReplicas = 64
+// MaxReplicas is the most gateway pods a scenario's pool and events may ask for: the simulated
+// target's limit. A target that holds fewer refuses more before it runs anything (the local
+// target's emulated pool holds 64).
+const MaxReplicas = 1000
 
 // Slots is how many pod slots the scenario's pool needs at most: the replicas it starts with
 // or scales to, plus the surge and new pods a rolling restart brings up.

@@ -262,6 +262,15 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 		seenFeeds[f] = true
 	}
 	intRange("requires.min_concurrency", s.Requires.MinConcurrency)
+	seenTargets := map[string]bool{}
+	for i, t := range s.Requires.Targets {
+		field := fmt.Sprintf("requires.targets[%d]", i)
+		oneOf(field, t, Targets)
+		if seenTargets[t] {
+			bad(field, fmt.Sprintf("%q is listed twice", t))
+		}
+		seenTargets[t] = true
+	}
 	if s.Control != "" && s.Control == s.Name {
 		bad("control", "a scenario cannot be its own control")
 	}

@@ -7,6 +7,7 @@ package stacks
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -154,6 +155,19 @@ type JWT struct {
 type Requires struct {
 	// MinConcurrency is the fewest Envoy workers per gateway pod the scenario needs.
 	MinConcurrency int `yaml:"min_concurrency"`
+	// Targets, when set, are the only targets that can run the scenario (a production-size pool
+	// runs on the simulated target alone). A command asked to run it elsewhere refuses before
+	// it runs anything.
+	Targets []string `yaml:"targets"`
+}
+
+// Targets are the names of the targets a scenario's requires.targets may list: the emulated
+// pool on loopback, the simulated pool, and the real lab on k3d or an existing cluster.
+var Targets = []string{"local", "sim", "k3d", "existing"}
+
+// RunsOn says whether the scenario can run on target.
+func (s *Scenario) RunsOn(target string) bool {
+	return len(s.Requires.Targets) == 0 || slices.Contains(s.Requires.Targets, target)
 }
 
 // Local holds the local target's departures from the lab values. Every departure is shown
