@@ -157,10 +157,13 @@ func Run(ctx context.Context, o Options) (*Capacity, error) {
 	}
 	defer rn.Close()
 	info := rn.Info()
+	eff, _ := o.Target.Resolve(o.Scenario)
+	pods, workers := suite.PoolSize(info, eff)
 	c := &Capacity{Scenario: o.Scenario.Name, SLO: o.SLO, Knobs: o.Knobs.Set(), RunRecord: rn.Record(o.RunSettings),
 		WindowS: o.Window.Seconds(), Curves: curves, Dir: filepath.Join(o.OutDir, o.Now().UTC().Format("20060102T150405Z")+"-capacity")}
 	rn.Printf("igwlab capacity: %s on the %s target (%d pods x %d worker(s)), SLO %s, open-loop runs of %s from %.0f rps, at most %d per curve; results in %s\n",
-		o.Scenario.Name, info.Name, info.Pods, info.Concurrency, o.SLO.Text, o.Window, o.Start, o.Steps, c.Dir)
+		o.Scenario.Name, info.Name, pods, workers, o.SLO.Text, o.Window, o.Start, o.Steps, c.Dir)
+	c.Pods, c.Concurrency = pods, workers // the scenario's pool, where it sets one
 	save := func() { _ = measure.WriteJSON(filepath.Join(c.Dir, "capacity.json"), c) }
 	save()
 	s := &searcher{o: o, rn: rn, inProcess: info.Name == string(local.Kind), save: save}
@@ -173,7 +176,7 @@ func Run(ctx context.Context, o Options) (*Capacity, error) {
 	}
 	c.End(ctx, o.Now())
 	c.Ratio, c.Statement = statement(c)
-	c.Rotation = rotation(c, o.Scenario, o.Knobs, info.Pods*info.Concurrency)
+	c.Rotation = rotation(c, o.Scenario, o.Knobs, pods*workers)
 	var rep func() error
 	if !o.NoReport {
 		rep = func() error { return WriteReport(c) }

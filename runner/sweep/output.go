@@ -103,6 +103,7 @@ func (sw *Sweep) WriteText(w io.Writer) error {
 	if len(sw.Set) > 0 {
 		fmt.Fprintf(w, "Held in every run: %s\n", strings.Join(setText(sw.Set), ", "))
 	}
+	sw.writeBands(w)
 	if sw.Spread != nil {
 		_, err := fmt.Fprintf(w, "\nSpread: %s.\n", sw.Spread.Text)
 		return err
@@ -117,6 +118,9 @@ func (sw *Sweep) WriteText(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "Recommendation: %s.\n", rec.Why)
+	if rec.Holds != "" {
+		fmt.Fprintf(w, "How often: %s.\n", rec.Holds)
+	}
 	fmt.Fprintf(w, "Runs that agree:\n")
 	for _, a := range rec.Agree {
 		fmt.Fprintf(w, "  %s\n", a)
@@ -146,6 +150,11 @@ func WriteReport(sw *Sweep) error {
 	if len(sw.Set) > 0 {
 		sec.Notes = append(sec.Notes, "Held in every run: "+strings.Join(setText(sw.Set), ", ")+".")
 	}
+	for _, p := range sw.Points {
+		if p.Bands != nil {
+			sec.Notes = append(sec.Notes, p.Value+": "+p.Bands.Text()+".")
+		}
+	}
 	if sw.Spread != nil {
 		sec.Notes = append(sec.Notes, "Spread: "+sw.Spread.Text+".")
 	}
@@ -155,6 +164,9 @@ func WriteReport(sw *Sweep) error {
 			sec.Notes = append(sec.Notes, "No recommendation: "+rec.Why+".")
 		} else {
 			sec.Notes = append(sec.Notes, "Recommendation: "+rec.Why+".", "Runs that agree: "+strings.Join(rec.Agree, "; ")+".")
+			if rec.Holds != "" {
+				sec.Notes = append(sec.Notes, "How often: "+rec.Holds+".")
+			}
 			sec.Blocks = []report.Block{{Heading: "Try it in the lab first", Text: rec.Preview}, {Heading: "EnvoyFilter", Text: rec.EnvoyFilter}}
 			if rec.EnvoyFilter == "" {
 				sec.Blocks = []report.Block{{Heading: "In the lab", Text: rec.Preview}}

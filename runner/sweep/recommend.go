@@ -17,9 +17,11 @@ type Recommendation struct {
 	Rule  string `json:"rule"`
 	Why   string `json:"why"`
 	// Agree lists the runs of the value that meet the rule, with their numbers.
-	Agree       []string `json:"agree,omitempty"`
-	EnvoyFilter string   `json:"envoyfilter,omitempty"`
-	Preview     string   `json:"preview,omitempty"`
+	Agree []string `json:"agree,omitempty"`
+	// Holds says in how many of the value's placements the rule held (with --repeat).
+	Holds       string `json:"holds,omitempty"`
+	EnvoyFilter string `json:"envoyfilter,omitempty"`
+	Preview     string `json:"preview,omitempty"`
 }
 
 // Rule states how the value is chosen, with the threshold it uses.
@@ -57,6 +59,7 @@ func recommend(sw *Sweep, spec stacks.KnobSpec, wellSpread int) *Recommendation 
 		return rec
 	}
 	rec.Value, rec.Agree = best.Value, bestAgree
+	rec.Holds = holds(best, len(bestAgree))
 	rec.Why = fmt.Sprintf("%s=%s: CV %.3f over %d connections (%s; at most %.3f), %.2f drains per second, p99 %.1f ms, %.0f rps, hottest worker %s busy",
 		spec.Path, best.Value, best.CV, int(best.Connections), best.ChanceVerdict, sw.Threshold, best.DrainsPerS, best.P99Ms, best.RPS, best.Busy)
 	if sw.TLS {
@@ -102,6 +105,20 @@ func choose(sw *Sweep, meets func(Numbers) (string, bool), tie func(p, best *Poi
 		}
 	}
 	return best, bestAgree
+}
+
+// holds says how often the rule held for the value: in how many of its placements, and its
+// bands over them ("" for a single run).
+func holds(p *Point, agree int) string {
+	n := len(p.runsOf())
+	if n < 2 {
+		return ""
+	}
+	text := fmt.Sprintf("the rule held in %d of %d placements (%.0f%%)", agree, n, 100*float64(agree)/float64(n))
+	if p.Bands != nil {
+		text += "; " + p.Bands.Text()
+	}
+	return text
 }
 
 // cheaper says what the values with less churn gave up, so the choice reads as a trade.

@@ -88,6 +88,8 @@ type Point struct {
 	Reason string          `json:"reason,omitempty"`
 	Numbers
 	Runs []Numbers `json:"runs,omitempty"`
+	// Bands are the measures over the value's runs, each a placement (with --repeat).
+	Bands *Bands `json:"bands,omitempty"`
 }
 
 // Numbers are what one run of a value measured.
@@ -162,37 +164,72 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 	if o.Duration > 0 {
 		sw.WindowS, sw.Window = o.Duration.Seconds(), "--duration"
 	}
-	sw.Threshold = analysis.Chance(o.WellSpread, max(2, info.Pods)).Hi
+	pods, workers := suite.PoolSize(info, eff)
+	sw.Pods, sw.Concurrency = pods, workers // the scenario's pool, where it sets one
+	sw.Threshold = analysis.Chance(o.WellSpread, max(2, pods)).Hi
 	for _, v := range o.Values {
 		sw.Points = append(sw.Points, &Point{Value: v, Dir: folder(sw.Knob, v), Status: analysis.StatusNotRun})
 	}
 	rn.Printf("igwlab sweep: %s on the %s target (%d pods x %d worker(s)), %s at %s; %d run(s) per value of %s each; results in %s\n",
-		o.Scenario.Name, info.Name, info.Pods, info.Concurrency, sw.Knob, strings.Join(o.Values, ", "), o.Repeat,
+		o.Scenario.Name, info.Name, pods, workers, sw.Knob, strings.Join(o.Values, ", "), o.Repeat,
 		time.Duration(sw.WindowS*float64(time.Second)), dir)
 	save := func() { _ = measure.WriteJSON(filepath.Join(dir, "sweep.json"), sw) }
 	save()
-	step := 0
-	for _, p := range sw.Points {
+	var jobs []job
+	for pi, p := range sw.Points {
 		sc := o.at(p.Value)
-		var runs []*analysis.Result
-		for rep := 1; rep <= o.Repeat && ctx.Err() == nil; rep++ {
-			rdir := filepath.Join(dir, p.Dir)
+		for rep := 1; rep <= o.Repeat; rep++ {
 			label := fmt.Sprintf("%s %s", sc.Name, p.Dir)
 			if o.Repeat > 1 {
-				rdir = filepath.Join(rdir, fmt.Sprintf("run-%d", rep))
 				label += fmt.Sprintf(" (run %d of %d)", rep, o.Repeat)
 			}
-			res := rn.Run(ctx, step, label, sc, rdir)
-			step++
-			runs = append(runs, res)
+			jobs = append(jobs, job{point: pi, rep: rep, sc: sc, label: label, dir: runDir(dir, p.Dir, rep, o.Repeat)})
+		}
+	}
+	byPoint := make([][]*analysis.Result, len(sw.Points))
+	settle := func(pi int) {
+		p := sw.Points[pi]
+		p.Runs = nil
+		for i, res := range byPoint[pi] {
 			n := numbersOf(res)
 			if o.Repeat > 1 {
-				n.Dir = filepath.Join(p.Dir, fmt.Sprintf("run-%d", rep))
+				n.Dir = filepath.Join(p.Dir, fmt.Sprintf("run-%d", i+1))
 			}
 			p.Runs = append(p.Runs, n)
 		}
-		p.settle(runs, o.Workers)
+		p.settle(byPoint[pi], o.Workers)
 		save()
+	}
+	var forkErr error
+	if f, ok := forkable(o); ok {
+		var results []*analysis.Result
+		results, sw.Listener, forkErr = runForked(ctx, f, o, rn, jobs)
+		for i, res := range results {
+			if res != nil {
+				byPoint[jobs[i].point] = append(byPoint[jobs[i].point], res)
+			}
+		}
+		for pi := range sw.Points {
+			settle(pi)
+		}
+	} else {
+		for step, j := range jobs {
+			if ctx.Err() != nil {
+				break
+			}
+			byPoint[j.point] = append(byPoint[j.point], rn.Run(ctx, step, j.label, j.sc, j.dir))
+			if j.rep == o.Repeat {
+				settle(j.point)
+			}
+		}
+		for pi, runs := range byPoint {
+			if n := len(runs); n > 0 && n < o.Repeat { // interrupted within the value's runs
+				settle(pi)
+			}
+		}
+	}
+	if forkErr != nil {
+		return nil, forkErr
 	}
 	sw.End(ctx, o.Now())
 	for _, p := range sw.Points {
@@ -205,7 +242,9 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 			p.Runs = nil
 		}
 	}
-	sw.Listener = rn.Names().Listener
+	if sw.Listener == "" {
+		sw.Listener = rn.Names().Listener
+	}
 	switch {
 	case o.Streams:
 		sw.Spread = spreadOf(sw, o, &eff, info.EnvoyDefaults)
@@ -242,6 +281,7 @@ func (p *Point) settle(runs []*analysis.Result, byP99 bool) {
 			return ok[i].CV < ok[j].CV
 		})
 		p.Status, p.Reason, p.Numbers = analysis.StatusOK, "", numbersOf(ok[(len(ok)-1)/2])
+		p.Bands = bandsOf(ok)
 		if len(ok) < len(runs) {
 			p.Reason = fmt.Sprintf("%d of %d runs finished", len(ok), len(runs))
 		}
