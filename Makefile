@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build image bench run test test-short fuzz test-prometheus test-browser test-pulumi test-apiserver test-apiserver-stack test-apiserver-charts test-istio test-h2spec vet fmt tools kube-tools clean
+.PHONY: all build image bench bench-sim run test test-short fuzz test-prometheus test-browser test-pulumi test-apiserver test-apiserver-stack test-apiserver-charts test-istio test-h2spec vet fmt tools kube-tools clean
 
 all: build
 
@@ -34,7 +34,13 @@ test: vet ## unit tests, then the end-to-end local suites and the conformance ti
 # before the HTTP/2 codec split).
 BENCH_BASE ?= bench-base
 
-bench: build ## side-by-side benchmarks: clients vs fortio and h2load, harness capacity, suite and flip time, the pool's cost vs BENCH_BASE, Go micro-benchmarks
+# The simulated target's speed: a 40-pod x 4-worker pool at 150,000 requests a second over
+# 2,000 connections for 60 s of virtual time, and the default suite; each prints simulated
+# seconds per wall second (and the pool's heap).
+bench-sim: ## the simulated target's speed: simulated seconds per wall second at production size and for the default suite
+	$(GO) test -run '^$$' -bench 'ProductionPool|DefaultSuite' -benchtime 1x ./runner/sim ./runner/gateway/simulated
+
+bench: build bench-sim ## side-by-side benchmarks: clients vs fortio and h2load, harness capacity, suite and flip time, the pool's cost vs BENCH_BASE, Go micro-benchmarks
 	bash hack/apt-need.sh h2load:nghttp2-client
 	bash hack/bench-base.sh $(BENCH_BASE) bin/igwlab-base
 	$(GO) build -o bin/bench ./bench/cmd/bench

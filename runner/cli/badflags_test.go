@@ -43,6 +43,15 @@ func TestBadFlagsApplyNothing(t *testing.T) {
 		flag string
 		want []string
 	}{
+		// a scenario only one target runs, a pool too large for the target: refused before anything runs
+		{[]string{"suite", "--catalog", "production"}, "requires.targets", []string{"stacks/production/p01-grpc-300-clients.yaml", "the local target cannot run", "--target sim"}},
+		{[]string{"sweep", "--catalog", "production", "--scenario", "p05-40x4-150k", "--knob", "hcm.common_http_protocol_options.max_requests_per_connection", "--values", "100,1000"},
+			"requires.targets", []string{"stacks/production/p05-40x4-150k.yaml", "the local target cannot run"}},
+		{[]string{"suite", "--target", "sim", "--pods", "1001"}, "--pods", []string{"pods 1001", "1..1000"}},
+		{[]string{"suite", "--target", "sim", "--concurrency", "65"}, "--concurrency", []string{"65", "1..64"}},
+		{[]string{"suite", "--target", "sim", "--tls"}, "--tls", []string{"does not model TLS"}},
+		{[]string{"suite", "--target", "sim", "--memory-limit", "2Gi"}, "--memory-limit", []string{"does not model memory"}},
+		{[]string{"suite", "--target", "local", "--harness"}, "--harness", []string{"only --target sim"}},
 		// suite: pool sizing
 		{[]string{"suite", "--pods", "0"}, "--pods", []string{"pods 0", "1..64"}},
 		{[]string{"suite", "--pods", "65"}, "--pods", []string{"pods 65", "1..64"}},
@@ -70,7 +79,7 @@ func TestBadFlagsApplyNothing(t *testing.T) {
 		{[]string{"suite", "--duration", "-5s"}, "--duration", []string{"1s..24h"}},
 		{[]string{"suite", "--duration", "1e400s"}, "-duration", []string{`"1e400s"`, "1s"}},
 		{[]string{"suite", "--duration", "9999999999999h"}, "-duration", []string{`"9999999999999h"`, "1s"}},
-		{[]string{"suite", "--target", "mars"}, "--target", []string{`"mars"`, "local, k3d, existing"}},
+		{[]string{"suite", "--target", "mars"}, "--target", []string{`"mars"`, "local, sim, k3d, existing"}},
 		{[]string{"suite", "--only", "02-trigr"}, "--only", []string{`did you mean "02-trigger"`, "valid: 01-baseline"}},
 		{[]string{"suite", "--skip", "13-conn-balanse"}, "--skip", []string{`did you mean "13-conn-balance"`}},
 		{[]string{"suite", "--only", "02-trigger", "--skip", "02-trigger"}, "--only", []string{"select no scenario", "catalog: 01-baseline"}},

@@ -19,7 +19,8 @@ import (
 // command of the quick start's shell blocks and of reading a run's, as written, with bash, one
 // after the other in a copy of the repository: `make run` among them (the whole default suite
 // on the local target, as a newcomer runs it). The evaluation it prints has the calls the
-// README shows, and the local suite's findings are then checked on that run.
+// README shows, and the local suite's findings are then checked on that run, and the simulated
+// target calibrated against it.
 func TestNewcomerPath(t *testing.T) {
 	if testing.Short() {
 		t.Skip("make run: the whole local suite (about 3 minutes)")
@@ -79,6 +80,8 @@ func TestNewcomerPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkLocalSuite(t, &sum, filepath.Dir(runs[0]))
+	// The simulated target gives the same calls on the same seed (the calibration tier).
+	calibrateAgainst(t, "default", readLocalRun(t, filepath.Dir(runs[0]), nil))
 }
 
 // shellLines are a page's shell command lines, continuations joined, in order.

@@ -1,34 +1,35 @@
 package cli
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"testing"
 
 	"github.com/igwlab/igwlab/runner/analysis"
-	"github.com/igwlab/igwlab/runner/suite"
+	"github.com/igwlab/igwlab/stacks"
 )
 
-// TestLeverCallsEndToEnd runs the scenarios of the levers that quietly do nothing on the local
-// target with the catalog's local timings, through the command line: count rotation against
-// long-lived gRPC streams and max_stream_duration on top of it (S19), the gRPC client's own
-// levers against the stream cap and rotation (S20), and workers against a CPU limit (S21).
-func TestLeverCallsEndToEnd(t *testing.T) {
+// TestOptionalScenariosEndToEnd runs every scenario a default run leaves out on the local
+// target, through the command line with the catalog's local timings (and 13-conn-balance, which
+// a default run skips at one worker, at two), checks the calls of the levers that quietly do
+// nothing: count rotation against long-lived gRPC streams and max_stream_duration on top of it
+// (S19), the gRPC client's own levers against the stream cap and rotation (S20), and workers
+// against a CPU limit (S21); then calibrates the simulated target against both runs.
+func TestOptionalScenariosEndToEnd(t *testing.T) {
 	if testing.Short() {
-		t.Skip("end-to-end suite run (about 100 s)")
+		t.Skip("end-to-end suite runs of the optional scenarios (about 5 minutes)")
 	}
-	var stdout, stderr bytes.Buffer
-	only := "19-streams,19-streams-rotation,19-streams-duration,20-grpc-capped,20-grpc-rotation,20-grpc-pool,20-grpc-round-robin," +
-		"21-cpu-limit-2-workers,21-cpu-limit-8-workers"
-	err := Run(context.Background(), []string{"suite", "--target", "local", "--only", only, "--out", t.TempDir(), "--json"}, &stdout, &stderr)
+	cat, err := stacks.Builtin()
 	if err != nil {
-		t.Fatalf("suite: %v\n%s", err, stderr.String())
+		t.Fatal(err)
 	}
-	var sum suite.Summary
-	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
-		t.Fatalf("summary JSON: %v\n%s", err, stdout.String())
+	var optional []string
+	for _, s := range cat.All() {
+		if cat.Optional(s.Name) && !cat.IsControl(s.Name) {
+			optional = append(optional, s.Name)
+		}
 	}
+	const seed = "1"
+	args := calibrationArgs(optional)
+	sum, dir := runSuite(t, append([]string{"--target", "local", "--seed", seed}, args...)...)
 	for _, id := range []string{"S19 streams", "S20 gRPC client", "S21 CPU limit"} {
 		if v := sum.Hypotheses[id]; v.Verdict != analysis.Pass {
 			t.Errorf("%s: %s: %s", id, v.Verdict, v.Detail)
@@ -42,8 +43,11 @@ func TestLeverCallsEndToEnd(t *testing.T) {
 	if over == nil || over.CPU == nil || over.CPU.LimitCores != 2 || over.CPU.Workers != 8 || over.CPU.Throttled == 0 {
 		t.Errorf("21-cpu-limit-8-workers: cAdvisor's view %+v", over)
 	}
-	// A default run leaves these calls out: they are fed by optional scenarios only.
-	if _, ok := sum.Hypotheses["H-A"]; ok && sum.Hypotheses["H-A"].Verdict != analysis.Skipped {
-		t.Errorf("H-A ran without its scenarios: %+v", sum.Hypotheses["H-A"])
+	// A run of optional scenarios leaves out the calls fed by the default ones.
+	if v, ok := sum.Hypotheses["H-A"]; ok && v.Verdict != analysis.Skipped {
+		t.Errorf("H-A ran without its scenarios: %+v", v)
 	}
+	balanceArgs := calibrationArgs([]string{"13-conn-balance"}, "--concurrency", "2")
+	_, bdir := runSuite(t, append([]string{"--target", "local", "--seed", seed}, balanceArgs...)...)
+	calibrateAgainst(t, "optional", readLocalRun(t, dir, args), readLocalRun(t, bdir, balanceArgs))
 }

@@ -35,7 +35,7 @@ func (e *Env) capacityCmd() *cobra.Command {
 	fs.IntVar(&a.steps, "steps", capacity.DefaultSteps, "most runs per curve (2..30)")
 	fs.DurationVar(&a.window, "window", capacity.DefaultWindow, "measured window of each run (1s..10m)")
 	fs.StringVar(&a.out, "out", "results", "results root; the search writes <out>/<UTC timestamp>-capacity/")
-	fs.StringVar(&a.catalog, "catalog", "", "also load the scenario files in this folder")
+	fs.StringVar(&a.catalog, "catalog", "", catalogHelp)
 	fs.BoolVarP(&a.quiet, "q", "q", false, "no progress on stderr")
 	fs.BoolVar(&a.asJSON, "json", false, "print capacity.json to stdout instead of the table")
 	completeScenarios(c, "scenario")
@@ -61,7 +61,7 @@ func (e *Env) runCapacity(ctx context.Context, a *capacityArgs) error {
 	if a.window < time.Second || a.window > 10*time.Minute {
 		return Usagef("--window %s: allowed 1s..10m", a.window)
 	}
-	sc, err := e.scenarioFor(a.catalog, a.scenario)
+	sc, err := e.scenarioFor(a.catalog, a.scenario, a.targetName)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (e *Env) runCapacity(ctx context.Context, a *capacityArgs) error {
 		}
 		sc = sc.WithKnobs(a.ef.K) // both curves run with the file's knobs
 	}
-	t, progress, err := e.openRun(ctx, &a.targetArgs)
+	t, progress, err := e.openRun(ctx, &a.targetArgs, sc)
 	if err != nil || t == nil {
 		return err
 	}

@@ -22,6 +22,13 @@ func loadCatalog(dir string) (*stacks.Catalog, error) {
 	if dir == "" {
 		return cat, nil
 	}
+	if dir == stacks.ProductionName {
+		prod, err := stacks.Production()
+		if err != nil {
+			return nil, err
+		}
+		return cat.Merge(prod)
+	}
 	user, err := stacks.LoadDir(dir)
 	if err != nil {
 		if st, serr := os.Stat(dir); serr != nil || !st.IsDir() {
@@ -71,7 +78,7 @@ func (e *Env) scenariosCmd() *cobra.Command {
 		return tw.Flush()
 	})
 	fs := c.Flags()
-	fs.StringVar(&dir, "catalog", "", "also load the scenario files in this folder")
+	fs.StringVar(&dir, "catalog", "", catalogHelp)
 	fs.StringVar(&tgt, "target", "", "each scenario's fixed time on that kind of target and the suite's total: "+gateway.KindList()+
 		map[bool]string{true: "", false: " (" + LabBinary + " adds the real lab's)"}[e.Lab != nil])
 	fs.StringVar(&stackName, "stack", "lab", "with --target of the real lab: the stack whose config (Pulumi.<stack>.yaml) sets the drain time and the workers per pod")
@@ -127,3 +134,48 @@ func (e *Env) knobsCmd() *cobra.Command {
 	c.Flags().Var(&from, "from", "an EnvoyFilter file (repeatable): print the knobs its patches set on the lab's gateway, and what the lab does not model")
 	return c
 }
+
+// selection is what --only names, or, with --catalog production and no --only, the production
+// scenarios (a production catalog's run is its own scenarios, not the lab's).
+func selection(catalog string, only []string) ([]string, error) {
+	if catalog != stacks.ProductionName || len(only) > 0 {
+		return only, nil
+	}
+	prod, err := stacks.Production()
+	if err != nil {
+		return nil, err
+	}
+	return prod.Names(), nil
+}
+
+// refuseTargets refuses, before anything runs, scenarios whose requires.targets leave out the
+// target: a production-size pool runs on the simulated target only.
+func refuseTargets(sel []*stacks.Scenario, target string) error {
+	for _, s := range sel {
+		if !s.RunsOn(target) {
+			return Usagef("%s: requires.targets %v: the %s target cannot run %s; run it with --target %s",
+				s.File, s.Requires.Targets, target, s.Name, s.Requires.Targets[0])
+		}
+	}
+	return nil
+}
+
+// checkOnTarget refuses, before anything runs, a scenario the target cannot run (a client the
+// simulated target has no model of, a pool or client beyond its limits), naming the file.
+func checkOnTarget(t gateway.Target, sel []*stacks.Scenario) error {
+	c, ok := t.(gateway.Checker)
+	if !ok {
+		return nil
+	}
+	for _, s := range sel {
+		sc, _ := t.Resolve(s)
+		if err := c.Check(sc); err != nil {
+			return Usagef("%s: %v; nothing was run", s.File, err)
+		}
+	}
+	return nil
+}
+
+// catalogHelp is --catalog's help, the same on every command that takes it.
+const catalogHelp = "also load the scenario files in this folder; " + stacks.ProductionName +
+	" loads the built-in production-shaped scenarios (pools of tens of pods, for --target sim), and a suite then runs those"

@@ -27,7 +27,7 @@ func serveFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout, stderr io.W
 	scenario := fs.String("scenario", "", "scenario whose knobs the pool runs with (default: Envoy's defaults)")
 	port := fs.Int("port", 0, "port of the gateway VIP on 127.0.0.1 (0 picks a free one)")
 	out := fs.String("out", "results", "results root; serve writes <out>/<UTC timestamp>-serve/")
-	catalogDir := fs.String("catalog", "", "also load the scenario files in this folder")
+	catalogDir := fs.String("catalog", "", catalogHelp)
 	quiet := fs.BoolP("q", "q", false, "no live table on stderr")
 	promConfig := fs.String("prometheus-config", "", "write a Prometheus scrape config for the running pool to this file")
 	var ef EnvoyFilters

@@ -15,6 +15,7 @@ import (
 	"github.com/igwlab/igwlab/runner/analysis"
 	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/gateway/local"
+	_ "github.com/igwlab/igwlab/runner/gateway/simulated" // --target sim
 	"github.com/igwlab/igwlab/runner/suite"
 )
 
@@ -39,6 +40,8 @@ type targetArgs struct {
 	ef         EnvoyFilters
 	targetName string
 	quiet      bool
+	// harness runs the simulated target on the local target's machine (--harness).
+	harness bool
 	// command names the command for a hand-on to igwlab-lab ("suite").
 	command string
 	flags   *pflag.FlagSet
@@ -54,6 +57,7 @@ func (t *targetArgs) register(fs *pflag.FlagSet, command string, lab bool) {
 	fs.StringVar(&t.targetName, "target", string(gateway.Drivers()[0].Kind), "where to run: "+targets)
 	fs.Var(&t.ef, "envoyfilter", "an EnvoyFilter of yours (repeatable): the knobs its patches set hold in every run, on top of the scenario's; what the lab does not model is named, never dropped")
 	t.pf.Register(fs)
+	fs.BoolVar(&t.harness, "harness", false, "--target sim: clients bound by the local target's two-core machine, as make run's are (what the calibration tier compares); off, the clients keep up with any pool, as a production pool's many client machines do")
 	t.sf.Register(fs)
 }
 
@@ -67,7 +71,7 @@ func (a *suiteArgs) register(fs *pflag.FlagSet, lab bool) {
 	fs.DurationVar(&a.duration, "duration", 0, "measured window per scenario, overriding the catalog (1s..24h; 0 keeps the catalog's)")
 	fs.IntVar(&a.repeat, "repeat", 1, "runs per scenario (1..100); verdicts report median, spread and agreement")
 	fs.StringVar(&a.out, "out", "results", "results root; each run writes <out>/<UTC timestamp>/")
-	fs.StringVar(&a.catalog, "catalog", "", "also load the scenario files in this folder")
+	fs.StringVar(&a.catalog, "catalog", "", catalogHelp)
 	fs.BoolVarP(&a.quiet, "q", "q", false, "no progress on stderr")
 	fs.BoolVar(&a.asJSON, "json", false, "print summary.json to stdout instead of the evaluation block")
 	fs.StringVar(&a.resume, "resume", "", "continue the interrupted run in this results folder, with its settings: finished scenarios are kept, the rest run")
@@ -142,14 +146,24 @@ func (e *Env) runSuite(ctx context.Context, a *suiteArgs, command []string) erro
 	if err != nil {
 		return err
 	}
-	if _, err := cat.Select(a.only, a.skip); err != nil {
+	if a.only, err = selection(a.catalog, a.only); err != nil {
+		return err
+	}
+	sel, err := cat.Select(a.only, a.skip)
+	if err != nil {
 		return UsageError{err}
+	}
+	if err := refuseTargets(sel, a.targetName); err != nil {
+		return err
 	}
 	t, err := e.openTarget(ctx, &a.targetArgs)
 	if err != nil || t == nil {
 		return err
 	}
 	defer t.Close()
+	if err := checkOnTarget(t, sel); err != nil {
+		return err
+	}
 	var progress io.Writer = stderr
 	if a.quiet {
 		progress = nil
@@ -188,13 +202,14 @@ func (e *Env) runSuite(ctx context.Context, a *suiteArgs, command []string) erro
 // whole command line to igwlab-lab (a nil target and its result come back).
 func (e *Env) openTarget(ctx context.Context, a *targetArgs) (gateway.Target, error) {
 	kind := gateway.Kind(a.targetName)
-	if _, err := gateway.Lookup(kind); err != nil {
+	d, err := gateway.Lookup(kind)
+	if err != nil {
 		if e.Lab == nil {
 			return nil, e.HandOn(ctx, "igwlab "+a.command+" --target "+a.targetName)
 		}
 		return nil, Usagef("--target %q: allowed %s", a.targetName, gateway.KindList())
 	}
-	pool, err := a.pf.Config()
+	pool, err := a.pf.ConfigWithin(d.MaxPods, d.MaxWorkers)
 	if err != nil {
 		return nil, UsageError{err}
 	}
@@ -205,6 +220,9 @@ func (e *Env) openTarget(ctx context.Context, a *targetArgs) (gateway.Target, er
 	if a.quiet {
 		progress = nil
 	}
-	return gateway.Open(ctx, kind, gateway.Options{Pool: pool, Progress: progress, Stack: gateway.StackOptions{
+	if a.harness && kind != "sim" {
+		return nil, Usagef("--harness: only --target sim takes it (the local target runs on the machine itself)")
+	}
+	return gateway.Open(ctx, kind, gateway.Options{Pool: pool, Harness: a.harness, Progress: progress, Stack: gateway.StackOptions{
 		Name: a.sf.Name, Inline: a.sf.Inline, InlineDir: a.sf.InlineDir, Kubeconfig: a.sf.Kubeconfig, Context: a.sf.Context}})
 }

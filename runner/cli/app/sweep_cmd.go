@@ -49,7 +49,7 @@ func (e *Env) sweepCmd() *cobra.Command {
 	fs.DurationVar(&a.duration, "duration", 0, "measured window per run, overriding the scenario's on the target (1s..24h; 0 keeps it)")
 	fs.IntVar(&a.wellSpread, "well-spread", sweep.DefaultWellSpread, "connections of the well-spread client whose chance band sets the recommendation's threshold (2..100000)")
 	fs.StringVar(&a.out, "out", "results", "results root; the sweep writes <out>/<UTC timestamp>-sweep/")
-	fs.StringVar(&a.catalog, "catalog", "", "also load the scenario files in this folder")
+	fs.StringVar(&a.catalog, "catalog", "", catalogHelp)
 	fs.BoolVarP(&a.quiet, "q", "q", false, "no progress on stderr")
 	fs.BoolVar(&a.asJSON, "json", false, "print sweep.json to stdout instead of the table")
 	if f := fs.Lookup("tls"); f != nil {
@@ -96,7 +96,7 @@ func (e *Env) runSweep(ctx context.Context, a *sweepArgs) error {
 	if err := a.checkCommon(); err != nil {
 		return err
 	}
-	sc, err := e.scenarioFor(a.catalog, a.scenario)
+	sc, err := e.scenarioFor(a.catalog, a.scenario, a.targetName)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (e *Env) runSweep(ctx context.Context, a *sweepArgs) error {
 			return Usagef("--client-streams: %v", err)
 		}
 	}
-	t, progress, err := e.openRun(ctx, &a.targetArgs)
+	t, progress, err := e.openRun(ctx, &a.targetArgs, sc)
 	if err != nil || t == nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (e *Env) runWorkersSweep(ctx context.Context, a *sweepArgs, list string) er
 	if err := a.checkCommon(); err != nil {
 		return err
 	}
-	sc, err := e.scenarioFor(a.catalog, a.scenario)
+	sc, err := e.scenarioFor(a.catalog, a.scenario, a.targetName)
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (e *Env) runWorkersSweep(ctx context.Context, a *sweepArgs, list string) er
 	if limit == 0 {
 		return Usagef("--concurrency %s: a sweep of the workers needs a CPU limit to run them under: the scenario's pool.cpu_limit, or --cpu-limit on the local target (one core per worker, the default, would move with the workers)", list)
 	}
-	t, progress, err := e.openRun(ctx, &a.targetArgs)
+	t, progress, err := e.openRun(ctx, &a.targetArgs, sc)
 	if err != nil || t == nil {
 		return err
 	}
@@ -197,14 +197,22 @@ func (e *Env) runSettings(out string, progress io.Writer) suite.RunSettings {
 		ProgressTTY: progress != nil && isTerminal(e.Stderr), ProgressWidth: termWidth(e.Stderr)}
 }
 
-// openRun opens the target of a command that runs scenarios, after refusing --tls where it
-// does not apply; a nil target means the command line went to igwlab-lab, with its result.
-func (e *Env) openRun(ctx context.Context, a *targetArgs) (gateway.Target, io.Writer, error) {
+// openRun opens the target of a command that runs sc, after refusing --tls where it does not
+// apply, and refuses sc if the target cannot run it; a nil target means the command line went
+// to igwlab-lab, with its result.
+func (e *Env) openRun(ctx context.Context, a *targetArgs, sc *stacks.Scenario) (gateway.Target, io.Writer, error) {
 	if err := a.localOnlyTLS(); err != nil {
 		return nil, nil, err
 	}
 	t, err := e.openTarget(ctx, a)
-	return t, a.progress(e.Stderr), err
+	if err != nil || t == nil {
+		return t, nil, err
+	}
+	if err := checkOnTarget(t, []*stacks.Scenario{sc}); err != nil {
+		t.Close()
+		return nil, nil, err
+	}
+	return t, a.progress(e.Stderr), nil
 }
 
 // outcome prints a command's result (its JSON with --json, else its text), says on the
@@ -229,8 +237,9 @@ func (e *Env) outcome(asJSON bool, v interface{ WriteText(io.Writer) error }, pr
 	return err
 }
 
-// scenarioFor is --scenario from the catalog (and --catalog's folder).
-func (e *Env) scenarioFor(dir, name string) (*stacks.Scenario, error) {
+// scenarioFor is --scenario from the catalog (and --catalog's folder), refused if target
+// cannot run it.
+func (e *Env) scenarioFor(dir, name, target string) (*stacks.Scenario, error) {
 	cat, err := loadCatalog(dir)
 	if err != nil {
 		return nil, err
@@ -239,7 +248,7 @@ func (e *Env) scenarioFor(dir, name string) (*stacks.Scenario, error) {
 	if err != nil {
 		return nil, UsageError{fmt.Errorf("--scenario: %w", err)}
 	}
-	return sc, nil
+	return sc, refuseTargets([]*stacks.Scenario{sc}, target)
 }
 
 // localOnlyTLS refuses --tls on a target that does not take the pool's flags.
