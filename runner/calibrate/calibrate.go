@@ -27,6 +27,9 @@ const (
 	// below it the local target's p99 is its laptop's scheduling tail, which no model of the
 	// pool predicts.
 	Saturated = 0.9
+	// RateApart is how far apart the two targets' rates may be (as a fraction) before an
+	// unsaturated local worker's rate is taken as the laptop's rather than the pool's.
+	RateApart = 0.1
 	// Stalled is the busy share below which a saturated local worker shows that its closed-loop
 	// client stopped sending for a while (it idled with hundreds of requests outstanding).
 	Stalled = 0.99
@@ -251,10 +254,15 @@ func (row *Row) compare() {
 		row.Skipped = append(row.Skipped, "hottest worker: not measured")
 	case !samePlace:
 		row.Skipped = append(row.Skipped, fmt.Sprintf("hottest worker (local %.0f%%, sim %.0f%%): the connections landed on other pods or workers, so another worker is the hottest", 100*l.BusyMax, 100*s.BusyMax))
-	case l.BusyMax < Saturated && l.RPS > 0 && s.RPS > 0 && math.Abs(s.RPS/l.RPS-1) <= 0.1 && min(1, s.BusyMax*l.RPS/s.RPS)-l.BusyMax >= BusyPoints/100.0:
+	case l.BusyMax < Saturated && l.RPS > 0 && s.RPS > 0 && math.Abs(s.RPS/l.RPS-1) <= RateApart && min(1, s.BusyMax*l.RPS/s.RPS)-l.BusyMax >= BusyPoints/100.0:
 		// One way only: the laptop can hold the local worker back, never push it past the model.
 		row.HarnessBound = true
 		row.Skipped = append(row.Skipped, fmt.Sprintf("hottest worker (local %.0f%%, sim %.0f%% at about the same rate, %.0f rps locally): the laptop bound the local rate, and the local target's workers are goroutines sharing its two cores with the clients, so its hottest worker was held back by its share of them; a gateway's worker has its own core, as the simulated one does, so here the simulated target is the one that is Envoy, and the calls this scenario feeds may differ", 100*l.BusyMax, 100*s.BusyMax, l.RPS))
+	case l.BusyMax < Saturated && l.RPS > 0 && s.RPS > 0 && math.Abs(s.RPS/l.RPS-1) > RateApart:
+		// No saturated worker sets the rate, and the two rates are far apart: the local clients
+		// ran at what the laptop let them (two cores shared with the pool), so how the load fell
+		// over their connections, and the hottest worker's share of it, is the laptop's too.
+		row.Skipped = append(row.Skipped, fmt.Sprintf("hottest worker (local %.0f%% at %.0f rps, sim %.0f%% at %.0f rps): no worker was saturated, so the local rate was the laptop's, %.0f%% off the simulated one, and the local clients' connections carried what the laptop let each of them", 100*l.BusyMax, l.RPS, 100*s.BusyMax, s.RPS, 100*math.Abs(s.RPS/l.RPS-1)))
 	default:
 		// A closed-loop client's rate on the local target is what its laptop sustains (the
 		// harness), so the simulated share is taken at the local rate: what is compared is the

@@ -59,6 +59,10 @@ func TestCompare(t *testing.T) {
 			summary("PASS", result("01-baseline", many, 1, 2000, 150)), nil, "dispatches each connection's read buffer"},
 		{"harness-bound: the call may differ", summary("PASS", result("01-baseline", many, 0.6, 9000, 30)),
 			summary("INVESTIGATE", result("01-baseline", many, 0.95, 9000, 10)), nil, "the simulated target is the one that is Envoy"},
+		{"laptop-bound rate: busy not compared", summary("PASS", result("01-baseline", many, 0.55, 5585, 50)),
+			summary("PASS", result("01-baseline", many, 0.54, 6924, 16)), nil, "the local rate was the laptop's"},
+		{"rates apart with a saturated worker: compared", summary("PASS", result("02-trigger", one, 0.95, 2000, 300)),
+			summary("PASS", result("02-trigger", one, 0.5, 3000, 200)), []string{"02-trigger hottest worker"}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, s := range []*suite.Summary{c.local, c.sim} {
