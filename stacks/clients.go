@@ -43,6 +43,9 @@ type ClientKind struct {
 	// LBs are the load-balancing policies client.lb takes (the first is the default); none:
 	// the client takes none.
 	LBs []string
+	// ClosedLoop says the client takes no client.qps: each of its calls is made when the one
+	// before it ends, so its rate is what its concurrency and the pool give it.
+	ClosedLoop bool
 	// LongStreams says the client takes client.long_stream: each request is a long-lived
 	// stream read as it arrives (an event stream, a long poll), opened again when it ends.
 	LongStreams bool
@@ -58,7 +61,7 @@ var ClientKinds = []ClientKind{
 	{Kind: "fortio", Shade: "light", TimedFromSend: true},
 	{Kind: "grpc", Modes: []string{GRPCUnary, GRPCServerStream, GRPCBidi}, DefaultMode: GRPCUnary,
 		StreamModes: []string{GRPCServerStream, GRPCBidi}, LBs: []string{"pick_first", "round_robin"},
-		Connections: true, NoPath: true, Shade: "orange"},
+		Connections: true, NoPath: true, Shade: "orange", ClosedLoop: true},
 }
 
 // The gRPC client's modes (grpclab's).
@@ -151,6 +154,16 @@ func checkClient(s *Scenario, bad func(field, msg string), intRange func(field s
 		bad("client.path", fmt.Sprintf("%q must start with /", c.Path))
 	}
 	qpsRange("client.qps", c.QPS)
+	if kind.ClosedLoop {
+		for _, f := range []struct {
+			field string
+			v     float64
+		}{{"client.qps", c.QPS}, {"local.client.qps", s.Local.Client.QPS}} {
+			if f.v != 0 {
+				bad(f.field, fmt.Sprintf("the %s client runs closed-loop and takes no rate (each call is made when one ends): set client.concurrency, the calls in flight", c.Kind))
+			}
+		}
+	}
 	if c.BodyBytes != 0 {
 		if !kind.Uploads {
 			bad("client.body_bytes", "only "+strings.Join(clientNames(func(k ClientKind) bool { return k.Uploads }), ", ")+" uploads a request body")

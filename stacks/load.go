@@ -95,6 +95,7 @@ var (
 		"client.body_bytes":        {0, 1 << 30},
 		"client.message_bytes":     {1, 4 << 20},
 		"local.client.concurrency": {1, 20000},
+		"local.client.connections": {1, 1000},
 		"requires.min_concurrency": {0, 256},
 	}
 	durRanges = map[string][2]time.Duration{
@@ -112,6 +113,7 @@ var (
 		"local.client.qps":         "; 0 keeps the lab's",
 		"requires.min_concurrency": "; 0 means no requirement",
 		"local.client.concurrency": "; 0 keeps the lab's",
+		"local.client.connections": "; 0 keeps the lab's",
 		"client.connections":       "; 0 means 1",
 		"client.body_bytes":        "; 0 means GET",
 		"client.message_bytes":     "; 0 means 1024",
@@ -218,6 +220,14 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 	if s.Local.Client.Concurrency != 0 {
 		intRange("local.client.concurrency", s.Local.Client.Concurrency)
 	}
+	if s.Local.Client.Connections != 0 {
+		intRange("local.client.connections", s.Local.Client.Connections)
+		if k, _ := LookupClient(s.Client.Kind); !k.Connections {
+			bad("local.client.connections", fmt.Sprintf("client %s takes no connections (only %s do)", s.Client.Kind, strings.Join(clientNames(func(c ClientKind) bool { return c.Connections }), ", ")))
+		}
+	}
+	checkDiagnosed(s.Diagnosed, bad, oneOf)
+	checkCase(s.Case, bad)
 
 	for _, spec := range Registry {
 		for _, base := range []struct {

@@ -58,6 +58,11 @@ type Scenario struct {
 	Events []Event `yaml:"events"`
 	// Local holds the values that differ on the local target, each with its reason.
 	Local Local `yaml:"local"`
+	// Diagnosed is what diagnose read of the live pool this scenario was saved from (nil for a
+	// scenario written by hand): a record, not a setting.
+	Diagnosed *Diagnosed `yaml:"diagnosed"`
+	// Case is the public report a worked example reproduces (stacks/cases).
+	Case *Case `yaml:"case"`
 
 	// File is where the scenario was loaded from (set by the loader).
 	File string `yaml:"-"`
@@ -193,6 +198,9 @@ type Local struct {
 type LocalClient struct {
 	QPS         float64 `yaml:"qps"`
 	Concurrency int     `yaml:"concurrency"`
+	// Connections is the gRPC client's connections on the local target: a pool scaled down
+	// to the local pods keeps the connections per pod, and so the chance of a spread.
+	Connections int `yaml:"connections"`
 }
 
 // Duration is a time.Duration written the way Envoy's JSON writes durations ("10s", "0.5s")
@@ -269,6 +277,7 @@ func (s *Scenario) WithLocal() Scenario {
 	overlay(&out.Load.Settle, s.Local.Load.Settle)
 	overlay(&out.Client.QPS, s.Local.Client.QPS)
 	overlay(&out.Client.Concurrency, s.Local.Client.Concurrency)
+	overlay(&out.Client.Connections, s.Local.Client.Connections)
 	out.Knobs = out.Knobs.Overlay(s.Local.Knobs)
 	overlay(&out.Pool.Replicas, s.Local.Pool.Replicas)
 	overlay(&out.Pool.ReadyDelay, s.Local.Pool.ReadyDelay)
@@ -323,6 +332,9 @@ func (s *Scenario) Departures() []Departure {
 	}
 	if s.Local.Client.Concurrency > 0 {
 		add("client.concurrency", strconv.Itoa(s.Client.Concurrency), strconv.Itoa(s.Local.Client.Concurrency))
+	}
+	if s.Local.Client.Connections > 0 {
+		add("client.connections", strconv.Itoa(s.Client.Connections), strconv.Itoa(s.Local.Client.Connections))
 	}
 	return append(out, s.poolDepartures()...)
 }

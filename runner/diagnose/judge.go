@@ -80,6 +80,8 @@ type Report struct {
 	NoEffect []string          `json:"no_effect,omitempty"`
 	InForce  *InForce          `json:"in_force,omitempty"`
 	Names    map[string]string `json:"names"`
+	// Baseline is what moved since an earlier reading (--baseline).
+	Baseline *Change `json:"baseline,omitempty"`
 }
 
 // PodRow is one pod's share of the window.

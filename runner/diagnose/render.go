@@ -11,6 +11,7 @@ import (
 
 // WriteText prints the report for a terminal.
 func WriteText(w io.Writer, r *Report) {
+	defer writeBaseline(w, r.Baseline)
 	if r.SinceStart {
 		up := ""
 		if r.SpanS > 0 {
@@ -193,3 +194,27 @@ td.num{text-align:right}pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-
 <h2>Everything it found</h2><pre>{{.Text}}</pre>
 </body></html>
 `))
+
+// writeBaseline prints what moved since the baseline.
+func writeBaseline(w io.Writer, c *Change) {
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nSINCE %s\n         %s\n", c.File, c.Verdict)
+	switch {
+	case c.KnobsUnread:
+		fmt.Fprintln(w, "knobs        /config_dump not read on both sides: the knobs in force are not compared")
+	case len(c.Knobs) == 0:
+		fmt.Fprintln(w, "knobs        the same in force")
+	default:
+		for _, k := range c.Knobs {
+			fmt.Fprintf(w, "knob         %s\n", k)
+		}
+	}
+	for _, m := range c.Rows {
+		fmt.Fprintf(w, "%-12s %s: %.3g%s -> %.3g%s\n", "", m.What, m.Before, m.Unit, m.Now, m.Unit)
+	}
+	if c.Warning != "" {
+		fmt.Fprintf(w, "WARNING      %s\n", c.Warning)
+	}
+}

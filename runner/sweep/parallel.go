@@ -64,9 +64,14 @@ func runForked(ctx context.Context, f gateway.Forker, o Options, rn *suite.Runne
 	return results, listener, firstErr
 }
 
-// runOne runs job i on a fresh copy of the target.
+// runOne runs job i on a fresh copy of the target: seeded by the job's place, or with Paired by
+// its repeat, so that every variant's run r meets the same placement draw.
 func runOne(ctx context.Context, f gateway.Forker, o Options, i int, j job) (*analysis.Result, string, error) {
-	t, err := f.Fork(i)
+	seed := i
+	if o.Paired {
+		seed = j.rep - 1
+	}
+	t, err := f.Fork(seed)
 	if err != nil {
 		return nil, "", fmt.Errorf("run %d: %w", i+1, err)
 	}

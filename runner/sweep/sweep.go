@@ -46,6 +46,15 @@ type Options struct {
 	// WellSpread is the connection count of the well-spread client the recommendation's
 	// threshold is drawn from (default DefaultWellSpread).
 	WellSpread int
+	// Variants, when set, are whole scenarios run in place of a knob's values, one per value of
+	// Values (predict's levers, each a label such as "max_requests_per_connection-300"): Knob,
+	// Streams and Workers are then unused and no recommendation is made; the caller ranks.
+	Variants map[string]*stacks.Scenario
+	// Paired seeds a forked run by its repeat rather than its place, so that every value's
+	// run r meets the same placement draw (a side-by-side comparison of levers).
+	Paired bool
+	// Command names the results folder, <OutDir>/<UTC timestamp>-<Command> ("sweep" if empty).
+	Command string
 	// RunSettings: OutDir is the results root (the command writes OutDir/<UTC timestamp>-<command>/).
 	suite.RunSettings
 }
@@ -107,7 +116,9 @@ type Numbers struct {
 	RPS           float64         `json:"rps"`
 	HotWorker     string          `json:"hot_worker,omitempty"`
 	Busy          string          `json:"hot_worker_busy"`
-	WindowS       float64         `json:"window_s"`
+	// BusyMax is the hottest worker's busy share (0 where the target reads none).
+	BusyMax float64 `json:"hot_worker_busy_share,omitempty"`
+	WindowS float64 `json:"window_s"`
 	// The over-time measures of a scenario with events (a scale-out) or rotation: the time
 	// from the first event to balance (-1: not within the window), the reconnect storm's
 	// peak, and the reconnect bursts (lockstep).
@@ -149,7 +160,11 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 	}
 	defer rn.Close()
 	info := rn.Info()
-	dir := filepath.Join(o.OutDir, o.Now().UTC().Format("20060102T150405Z")+"-sweep")
+	cmd := o.Command
+	if cmd == "" {
+		cmd = "sweep"
+	}
+	dir := filepath.Join(o.OutDir, o.Now().UTC().Format("20060102T150405Z")+"-"+cmd)
 	eff, _ := o.Target.Resolve(first)
 	knob, unit := o.Knob.Path, o.Knob.Unit
 	switch {
@@ -157,6 +172,8 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 		knob, unit = StreamsAxis, "streams"
 	case o.Workers:
 		knob, unit = WorkersAxis, "workers"
+	case o.Variants != nil:
+		knob, unit = LeverAxis, "lever"
 	}
 	sw := &Sweep{Scenario: o.Scenario.Name, Knob: knob, Unit: unit, Values: o.Values, Set: o.Set.Set(), EnvoyFilters: o.EnvoyFilters, Repeat: o.Repeat,
 		RunRecord: rn.Record(o.RunSettings), TLS: tlsOn(info), Dir: dir, WindowS: eff.Load.Duration.D().Seconds(),
@@ -246,6 +263,8 @@ func Run(ctx context.Context, o Options) (*Sweep, error) {
 		sw.Listener = rn.Names().Listener
 	}
 	switch {
+	case o.Variants != nil:
+		// The caller (predict) ranks the levers.
 	case o.Streams:
 		sw.Spread = spreadOf(sw, o, &eff, info.EnvoyDefaults)
 	case o.Workers:
@@ -296,7 +315,7 @@ func (p *Point) settle(runs []*analysis.Result, byP99 bool) {
 
 func numbersOf(r *analysis.Result) Numbers {
 	n := Numbers{Status: r.Status, CV: r.CV, Chance: r.Chance, ChanceVerdict: r.ChanceVerdict, Connections: r.ConnectionsTotal,
-		Drains: r.GoAways, P99Ms: r.P99Ms, RPS: r.RPS, HotWorker: r.HotWorker, Busy: r.BusyText(), WindowS: r.WindowS}
+		Drains: r.GoAways, P99Ms: r.P99Ms, RPS: r.RPS, HotWorker: r.HotWorker, Busy: r.BusyText(), BusyMax: r.BusyMax, WindowS: r.WindowS}
 	if r.WindowS > 0 {
 		n.DrainsPerS = r.GoAways / r.WindowS
 		n.TLSPerS = r.TLSHandshakes / r.WindowS
@@ -319,6 +338,12 @@ func (o Options) at(v string) *stacks.Scenario {
 	base := o.Scenario
 	if !o.Set.IsZero() {
 		base = base.WithKnobs(o.Set)
+	}
+	if sc, ok := o.Variants[v]; ok {
+		if !o.Set.IsZero() {
+			return sc.WithKnobs(o.Set)
+		}
+		return sc
 	}
 	if o.Streams {
 		return withStreams(base, v)
@@ -367,3 +392,6 @@ func X(spec stacks.KnobSpec, value string, i int) float64 {
 	}
 	return float64(i + 1)
 }
+
+// LeverAxis is the axis of a sweep over whole variants of a scenario (Options.Variants).
+const LeverAxis = "lever"

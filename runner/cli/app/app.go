@@ -103,7 +103,7 @@ func (e *Env) Root() *cobra.Command {
 	root.SetOut(e.Stdout)
 	root.SetErr(e.Stderr)
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(e.suiteCmd(), e.sweepCmd(), e.capacityCmd(), e.serveCmd(), e.scenariosCmd(), e.knobsCmd(), e.reportCmd(), e.compareCmd(), e.diagnoseCmd())
+	root.AddCommand(e.suiteCmd(), e.sweepCmd(), e.capacityCmd(), e.serveCmd(), e.scenariosCmd(), e.knobsCmd(), e.reportCmd(), e.compareCmd(), e.diagnoseCmd(), e.predictCmd())
 	if e.Lab != nil {
 		root.AddCommand(e.Lab.Commands(e)...)
 	} else {

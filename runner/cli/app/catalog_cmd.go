@@ -22,12 +22,12 @@ func loadCatalog(dir string) (*stacks.Catalog, error) {
 	if dir == "" {
 		return cat, nil
 	}
-	if dir == stacks.ProductionName {
-		prod, err := stacks.Production()
+	if load, ok := builtinCatalogs[dir]; ok {
+		extra, err := load()
 		if err != nil {
 			return nil, err
 		}
-		return cat.Merge(prod)
+		return cat.Merge(extra)
 	}
 	user, err := stacks.LoadDir(dir)
 	if err != nil {
@@ -135,17 +135,25 @@ func (e *Env) knobsCmd() *cobra.Command {
 	return c
 }
 
-// selection is what --only names, or, with --catalog production and no --only, the production
-// scenarios (a production catalog's run is its own scenarios, not the lab's).
+// selection is what --only names, or, with a built-in catalog (production, cases) and no
+// --only, that catalog's scenarios (its run is its own scenarios, not the lab's).
 func selection(catalog string, only []string) ([]string, error) {
-	if catalog != stacks.ProductionName || len(only) > 0 {
+	load, ok := builtinCatalogs[catalog]
+	if !ok || len(only) > 0 {
 		return only, nil
 	}
-	prod, err := stacks.Production()
+	extra, err := load()
 	if err != nil {
 		return nil, err
 	}
-	return prod.Names(), nil
+	return extra.Names(), nil
+}
+
+// builtinCatalogs are the catalogs --catalog names rather than a folder: the production-shaped
+// pools and the worked examples from public reports.
+var builtinCatalogs = map[string]func() (*stacks.Catalog, error){
+	stacks.ProductionName: stacks.Production,
+	stacks.CasesName:      stacks.Cases,
 }
 
 // refuseTargets refuses, before anything runs, scenarios whose requires.targets leave out the
@@ -177,5 +185,5 @@ func checkOnTarget(t gateway.Target, sel []*stacks.Scenario) error {
 }
 
 // catalogHelp is --catalog's help, the same on every command that takes it.
-const catalogHelp = "also load the scenario files in this folder; " + stacks.ProductionName +
+const catalogHelp = "also load the scenario files in this folder; " + stacks.CasesName + " loads the worked examples from public reports (stacks/cases), " + stacks.ProductionName +
 	" loads the built-in production-shaped scenarios (pools of tens of pods, for --target sim), and a suite then runs those"

@@ -43,6 +43,8 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 	fs.StringVar(&pick.Listener, "listener", "", "the address of the listener that takes the traffic, as its stats name it, e.g. 0.0.0.0_8443 (default: the one the connection manager runs on)")
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
 	htmlOut := fs.String("html", "", "also write a self-contained HTML page of the findings to this file")
+	baseline := fs.String("baseline", "", "compare with an earlier reading of the same gateway (a file of diagnose --json output): what moved, whether the spread did, and what it costs in reconnects")
+	saveScenario := fs.String("save-scenario", "", "also write the pool and traffic read as a scenario file (NAME.yaml) the lab runs: igwlab suite --catalog DIR --only NAME, or igwlab predict --scenario FILE")
 	return func(ctx context.Context, stdout, stderr io.Writer) error {
 		var src diagnose.Source
 		kubeSet := slices.ContainsFunc([]string{"kubeconfig", "context", "namespace", "selector", "admin-port"}, func(n string) bool { return fs.Changed(n) })
@@ -65,6 +67,14 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 		}
 		if (*admin != "" || kubeSet) && (*duration <= 0 || *duration > time.Hour) {
 			return Usagef("--duration %s: allowed (0, 1h]", *duration)
+		}
+		var before *diagnose.Report
+		if *baseline != "" {
+			b, err := diagnose.ReadBaseline(*baseline)
+			if err != nil {
+				return UsageError{err}
+			}
+			before = b
 		}
 		switch {
 		case *promURL != "":
@@ -121,6 +131,23 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 			return err
 		}
 		r := diagnose.Judge(w)
+		if before != nil {
+			c, err := diagnose.Compare(*baseline, before, r)
+			if err != nil {
+				return UsageError{err}
+			}
+			r.Baseline = c
+		}
+		if *saveScenario != "" {
+			b, err := diagnose.SaveScenario(w, r, *saveScenario)
+			if err != nil {
+				return UsageError{err}
+			}
+			if err := atomicfile.Write(*saveScenario, b); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "diagnose: wrote %s\n", *saveScenario)
+		}
 		if *htmlOut != "" {
 			page, err := diagnose.HTML(r)
 			if err != nil {
