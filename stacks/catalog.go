@@ -4,8 +4,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -27,8 +29,9 @@ const ProductionName = "production"
 
 // Catalog is an ordered, validated set of scenarios.
 type Catalog struct {
-	list   []*Scenario
-	byName map[string]*Scenario
+	list     []*Scenario
+	byName   map[string]*Scenario
+	warnings []string
 }
 
 // Builtin loads the lab's own scenarios.
@@ -75,16 +78,25 @@ func LoadDir(dir string) (*Catalog, error) {
 	return cat, nil
 }
 
-// Merge returns a catalog holding c's scenarios and extra's; a name defined in both is an error.
+// Merge returns a catalog holding c's scenarios and extra's. A scenario of extra takes the
+// place of c's of the same name, and may feed a call in a role one of c's feeds (the run's
+// calls are then judged on whichever of the two ran, extra's where both did); each such
+// overlap is one of the catalog's Warnings. Two of extra's feeding one role is an error.
 func (c *Catalog) Merge(extra *Catalog) (*Catalog, error) {
-	out := &Catalog{}
+	out := &Catalog{warnings: append([]string(nil), c.warnings...)}
+	layer := 0
 	for _, s := range c.list {
+		layer = max(layer, s.layer)
+	}
+	for _, s := range c.list {
+		if mine, ok := extra.byName[s.Name]; ok {
+			out.warnings = append(out.warnings, fmt.Sprintf("%s: scenario %s takes the place of the one in %s, in this run and in its calls", mine.File, s.Name, s.File))
+			continue
+		}
 		out.add(s)
 	}
 	for _, s := range extra.list {
-		if prev, ok := out.byName[s.Name]; ok {
-			return nil, &FieldError{File: s.File, Field: "name", Msg: fmt.Sprintf("%q is already defined in %s", s.Name, prev.File)}
-		}
+		s.layer = layer + 1
 		out.add(s)
 	}
 	if errs := append(out.checkControls(false), out.checkFeeds()...); len(errs) > 0 {
@@ -93,6 +105,9 @@ func (c *Catalog) Merge(extra *Catalog) (*Catalog, error) {
 	out.sort()
 	return out, nil
 }
+
+// Warnings says where the catalog's own scenarios were replaced or share a role (Merge).
+func (c *Catalog) Warnings() []string { return append([]string(nil), c.warnings...) }
 
 func (c *Catalog) add(s *Scenario) {
 	if c.byName == nil {
@@ -209,32 +224,60 @@ type Feeds map[string]map[string]string
 // Scenario returns the scenario that feeds call in role, or "".
 func (f Feeds) Scenario(call, role string) string { return f[call][role] }
 
-// Feeds returns who feeds which call in which role.
-func (c *Catalog) Feeds() Feeds {
-	out := Feeds{}
+// Feeds returns who feeds which call in which role: where two scenarios feed one role, the
+// one merged in last (a user's over the built-in one).
+func (c *Catalog) Feeds() Feeds { return c.FeedsIn(func(string) bool { return false }) }
+
+// FeedsIn is Feeds for a run: a role two scenarios feed goes to the one that ran (the one
+// merged in last where both did or neither did).
+func (c *Catalog) FeedsIn(ran func(name string) bool) Feeds {
+	best := map[Feed]*Scenario{}
+	rank := func(s *Scenario) int {
+		r := s.layer
+		if ran(s.Name) {
+			r += 1 << 20
+		}
+		return r
+	}
 	for _, s := range c.list {
 		for _, f := range s.Feeds {
-			if out[f.Call] == nil {
-				out[f.Call] = map[string]string{}
+			if prev, ok := best[f]; !ok || rank(s) > rank(prev) {
+				best[f] = s
 			}
-			out[f.Call][f.Role] = s.Name
 		}
+	}
+	out := Feeds{}
+	for f, s := range best {
+		if out[f.Call] == nil {
+			out[f.Call] = map[string]string{}
+		}
+		out[f.Call][f.Role] = s.Name
 	}
 	return out
 }
 
-// checkFeeds refuses two scenarios feeding one call in the same role: the call would be made
-// from whichever came last.
+// checkFeeds refuses two scenarios of one layer (one folder, or the built-in catalog) feeding
+// one call in the same role: nothing would say which of them the call is judged on. A scenario
+// merged in later may feed a role an earlier one feeds; that is a warning.
 func (c *Catalog) checkFeeds() []error {
 	var errs []error
-	seen := map[Feed]*Scenario{}
+	seen := map[Feed][]*Scenario{}
 	for _, s := range c.list {
 		for _, f := range s.Feeds {
-			if prev, dup := seen[f]; dup {
-				errs = append(errs, &FieldError{File: s.File, Field: "feeds", Msg: fmt.Sprintf("call %q role %q is already fed by %s (%s)", f.Call, f.Role, prev.Name, prev.File)})
-				continue
+			for _, prev := range seen[f] {
+				if prev.layer == s.layer {
+					errs = append(errs, &FieldError{File: s.File, Field: "feeds", Msg: fmt.Sprintf("call %q role %q is already fed by %s (%s)", f.Call, f.Role, prev.Name, prev.File)})
+				}
 			}
-			seen[f] = s
+			seen[f] = append(seen[f], s)
+		}
+	}
+	for _, f := range slices.SortedFunc(maps.Keys(seen), func(a, b Feed) int { return strings.Compare(a.Call+"\x00"+a.Role, b.Call+"\x00"+b.Role) }) {
+		ss := slices.SortedStableFunc(slices.Values(seen[f]), func(a, b *Scenario) int { return a.layer - b.layer })
+		for i := 1; i < len(ss); i++ {
+			if old, mine := ss[i-1], ss[i]; old.layer != mine.layer {
+				c.warnings = append(c.warnings, fmt.Sprintf("%s: scenario %s feeds call %s as %s, as %s (%s) does: the call is judged on whichever of them ran, on %s where both did", mine.File, mine.Name, f.Call, f.Role, old.Name, old.File, mine.Name))
+			}
 		}
 	}
 	return errs

@@ -145,8 +145,19 @@ func TestLoadDirMergesUserScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cat.Merge(user); err == nil || !strings.Contains(err.Error(), "already defined in stacks/02-trigger.yaml") {
-		t.Fatalf("clash accepted: %v", err)
+	// A user's scenario of a built-in's name takes its place, with a warning naming both files.
+	merged, err = cat.Merge(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := merged.Get("02-trigger"); s == nil || !strings.HasPrefix(s.File, dir) {
+		t.Fatalf("02-trigger is %+v, want the user's", s)
+	}
+	if len(merged.All()) != len(cat.All()) {
+		t.Errorf("%d scenarios after replacing one of %d", len(merged.All()), len(cat.All()))
+	}
+	if w := strings.Join(merged.Warnings(), "\n"); !strings.Contains(w, "02-trigger.yaml: scenario 02-trigger takes the place of the one in stacks/02-trigger.yaml") {
+		t.Errorf("warnings %q", w)
 	}
 }
 

@@ -66,6 +66,9 @@ type Scenario struct {
 
 	// File is where the scenario was loaded from (set by the loader).
 	File string `yaml:"-"`
+	// layer is the scenario's place in a merged catalog: 0 built-in, higher for each catalog
+	// merged over it (Catalog.Merge); a higher layer takes a role a lower one feeds.
+	layer int
 	// Override holds knobs a command set on top of the catalog's (a sweep's value, capacity's
 	// --knob), already in Knobs; a target switched through the stack config writes them as
 	// igwlab:knobs. Never read from a file.

@@ -35,7 +35,7 @@ func TestBadFlagsApplyNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dupCat := filepath.Join("..", "..", "stacks", "testdata", "bad", "dup-builtin")
+	dupCat := filepath.Join("..", "..", "stacks", "testdata", "bad", "dup-role")
 	const mcs = "hcm.http2_protocol_options.max_concurrent_streams"
 
 	cases := []struct {
@@ -86,7 +86,7 @@ func TestBadFlagsApplyNothing(t *testing.T) {
 		{[]string{"suite", "--catalog", filepath.Join(tmp, "missing")}, "--catalog", []string{"no such file"}},
 		{[]string{"suite", "--catalog", notDir}, "--catalog", []string{"not a directory"}},
 		{[]string{"suite", "--catalog", badCat}, "--catalog " + badCat, []string{"knob-huge.yaml:14", "knobs." + mcs, "1..2147483647"}},
-		{[]string{"suite", "--catalog", dupCat}, "--catalog", []string{`"02-trigger" is already defined`}},
+		{[]string{"suite", "--catalog", dupCat}, "--catalog", []string{"71-b.yaml", `call "H-A" role "trigger" is already fed by 71-a`}},
 		{[]string{"suite", "-q=maybe"}, "-q", []string{`"maybe"`}},
 		{[]string{"suite", "--no-such-flag"}, "-no-such-flag", []string{"not defined"}},
 		{[]string{"suite", "extra"}, "extra", []string{"unexpected argument"}},

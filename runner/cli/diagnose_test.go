@@ -44,7 +44,7 @@ func TestDiagnoseCommand(t *testing.T) {
 	}
 	html := filepath.Join(t.TempDir(), "diagnose.html")
 	var stdout, stderr bytes.Buffer
-	if err := Run(context.Background(), []string{"diagnose", "--admin", strings.Join(urls, ","), "--duration", "1s", "--json", "--html", html}, &stdout, &stderr); err != nil {
+	if err := Run(context.Background(), []string{"diagnose", "--admin", strings.Join(urls, ","), "--duration", "1s", "--json", "--html", html, "--gateway", "envoy-gateway", "--gateway-name", "edge"}, &stdout, &stderr); err != nil {
 		t.Fatalf("diagnose: %v\n%s", err, stderr.String())
 	}
 	var r diagnose.Report
@@ -53,6 +53,9 @@ func TestDiagnoseCommand(t *testing.T) {
 	}
 	if r.Verdict != diagnose.FewConnections || r.HotPod != hot || r.Lever == nil || r.Lever.Preview == "" {
 		t.Errorf("verdict %q, hot pod %q (want %q), lever %+v", r.Verdict, r.HotPod, hot, r.Lever)
+	}
+	if f := r.Fix; f == nil || f.Dialect != "envoy-gateway" || !strings.Contains(f.YAML, "kind: ClientTrafficPolicy") || !strings.Contains(f.YAML, "maxRequestsPerConnection:") || !strings.Contains(f.YAML, "name: edge") {
+		t.Errorf("--gateway envoy-gateway: the lever in Envoy Gateway's configuration is %+v", r.Fix)
 	}
 	page, err := os.ReadFile(html)
 	if err != nil {
@@ -88,6 +91,9 @@ func TestDiagnoseBadFlags(t *testing.T) {
 		{"diagnose", "--context", "lab", "--duration", "2h"},
 		{"diagnose", "--admin", "http://127.0.0.1:15000", "--hcm", "ingress http"},
 		{"diagnose", "--admin", "http://127.0.0.1:15000", "--listener", `0.0.0.0_80"}`},
+		{"diagnose", "--admin", "http://127.0.0.1:15000", "--gateway", "nginx"},
+		{"diagnose", "--admin", "http://127.0.0.1:15000", "--gateway", "envoy-gateway"},
+		{"diagnose", "--admin", "http://127.0.0.1:15000", "--gateway", "istio", "--gateway-port", "70000"},
 	} {
 		var out, errb bytes.Buffer
 		if code := Main(context.Background(), args, &out, &errb); code != 2 {

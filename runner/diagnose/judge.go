@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/igwlab/igwlab/runner/analysis"
+	"github.com/igwlab/igwlab/runner/fix"
 )
 
 // Verdicts.
@@ -82,6 +83,8 @@ type Report struct {
 	Names    map[string]string `json:"names"`
 	// Baseline is what moved since an earlier reading (--baseline).
 	Baseline *Change `json:"baseline,omitempty"`
+	// Fix is the lever in the configuration of the gateway --gateway names.
+	Fix *fix.Rendering `json:"fix,omitempty"`
 }
 
 // PodRow is one pod's share of the window.

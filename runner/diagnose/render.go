@@ -107,6 +107,7 @@ func WriteText(w io.Writer, r *Report) {
 			}
 		}
 	}
+	r.Fix.WriteText(w)
 	writeNotes(w, r)
 }
 

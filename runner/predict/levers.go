@@ -115,7 +115,7 @@ func Levers(lab *stacks.Scenario, s Shape) []Lever {
 			knob(knobStreamLife, stacks.Duration(d).String(), fmt.Sprintf("each long-lived stream ended after %s, so its successor can move", d))
 		}
 	}
-	if _, on := knobNumber(lab.Knobs, knobExact); s.Workers > 1 && !on && !exactOn(lab.Knobs) {
+	if s.Workers > 1 && !exactOn(lab.Knobs) {
 		knob(knobExact, "{}", fmt.Sprintf("exact_balance: each new connection to the least-loaded of a pod's %d workers (it moves nothing between pods)", s.Workers))
 	}
 	// More pods, where the scenario does not change the pool itself (a scale-out scenario is
@@ -182,7 +182,7 @@ func knobNumber(k stacks.Knobs, path string) (float64, bool) {
 
 // exactOn says whether the scenario already balances a pod's connections exactly.
 func exactOn(k stacks.Knobs) bool {
-	for _, v := range k.Effective() {
+	for _, v := range k.Set() {
 		if v.Path == knobExact {
 			return true
 		}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/igwlab/igwlab/runner/fix"
 	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/measure"
 	"github.com/igwlab/igwlab/runner/suite"
@@ -38,6 +39,8 @@ type Prediction struct {
 	Best   *Row   `json:"best,omitempty"`
 	Expect string `json:"expect"`
 	Why    string `json:"why"`
+	// Fix is the lever to apply in the gateway's own configuration (a server lever's).
+	Fix *fix.Rendering `json:"fix,omitempty"`
 	// Rule says how the rows are ranked.
 	Rule  string       `json:"rule"`
 	Sweep *sweep.Sweep `json:"-"`

@@ -41,6 +41,7 @@ func (p *Prediction) WriteText(w io.Writer) error {
 	if p.Best.Knob != "" {
 		fmt.Fprintf(w, "In the lab first: igwlab preview --set %s=%s\n", p.Best.Knob, p.Best.Value)
 	}
+	p.Fix.WriteText(w)
 	_, err := fmt.Fprintln(w, "Per lever: "+strings.TrimSuffix(p.Dir, "/")+"/<lever>/")
 	return err
 }

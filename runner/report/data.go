@@ -78,6 +78,7 @@ type summary struct {
 	Order       []string                    `json:"order"`
 	Scenarios   map[string]*analysis.Result `json:"scenarios"`
 	Hypotheses  map[string]analysis.Verdict `json:"hypotheses"`
+	Feeds       stacks.Feeds                `json:"feeds"`
 	Info        struct {
 		EnvoyDefaults string  `json:"envoy_defaults"`
 		ClientRTTMs   float64 `json:"client_rtt_ms"`
@@ -99,9 +100,12 @@ func Load(dir string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(s.Feeds) == 0 { // a run from before summary.json recorded them
+		s.Feeds = cat.Feeds()
+	}
 	r := &Run{Target: s.Target, Pods: s.Pods, Concurrency: s.Concurrency, Order: s.Order, Scenarios: s.Scenarios,
 		Hypotheses: s.Hypotheses, Series: map[string]*Series{}, Teaches: map[string]string{}, Why: map[string]string{},
-		Feeds: cat.Feeds(), InForce: analysis.Header{EnvoyDefaults: s.Info.EnvoyDefaults,
+		Feeds: s.Feeds, InForce: analysis.Header{EnvoyDefaults: s.Info.EnvoyDefaults,
 			ClientRTTMs: s.Info.ClientRTTMs, UpstreamRTTMs: s.Info.UpstreamRTTMs}.InForce()}
 	for _, id := range append(analysis.CheckIDs(), "stream-cap", "goaway") {
 		if v, ok := s.Hypotheses[id]; ok {

@@ -63,7 +63,11 @@ func Reanalyze(dir string, view func(stats.Snapshot) stats.Snapshot) (map[string
 	if err != nil {
 		return nil, nil, err
 	}
-	return runs, evaluate(runs, sum.Pods, cat), nil
+	feeds := sum.Feeds // the run's own, where it recorded them (a user's scenario may have fed a call)
+	if len(feeds) == 0 {
+		feeds = cat.FeedsIn(func(name string) bool { return len(runs[name]) > 0 })
+	}
+	return runs, evaluate(runs, sum.Pods, cat, feeds), nil
 }
 
 func readInput(sdir string, sum Summary, rec *analysis.Result, view func(stats.Snapshot) stats.Snapshot) (*analysis.Input, error) {

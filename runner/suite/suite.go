@@ -86,6 +86,9 @@ type Summary struct {
 	Scenarios    map[string]*analysis.Result   `json:"scenarios"`
 	Runs         map[string][]*analysis.Result `json:"runs,omitempty"`
 	Hypotheses   map[string]analysis.Verdict   `json:"hypotheses"`
+	// Feeds are the scenarios the calls were judged on, by call and role: the run's own where a
+	// user's scenario shares a role with a built-in one (stacks.Catalog.FeedsIn).
+	Feeds stacks.Feeds `json:"feeds,omitempty"`
 	// ScenarioSeconds is the wall time of each scenario, every repetition and phase included
 	// (apply, settle, warm-up, window, collection).
 	ScenarioSeconds map[string]float64 `json:"scenario_seconds,omitempty"`
@@ -201,7 +204,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		sum.Runs = nil
 	}
 	if !o.SkipEval {
-		sum.Evaluation = r.evaluate()
+		sum.Evaluation, sum.Feeds = r.evaluate()
 		for _, v := range sum.Evaluation {
 			sum.Hypotheses[v.ID] = v
 		}
@@ -233,7 +236,7 @@ func (s *Summary) Header() analysis.Header {
 		EnvoyDefaults: s.Info.EnvoyDefaults, ClientRTTMs: s.Info.ClientRTTMs, UpstreamRTTMs: s.Info.UpstreamRTTMs}
 }
 
-func (r *run) evaluate() []analysis.Verdict {
+func (r *run) evaluate() ([]analysis.Verdict, stacks.Feeds) {
 	runs := map[string][]*analysis.Result{}
 	for name, res := range r.sum.Runs {
 		runs[name] = res
@@ -243,14 +246,16 @@ func (r *run) evaluate() []analysis.Verdict {
 			runs[name] = []*analysis.Result{res}
 		}
 	}
-	return evaluate(runs, r.info.Pods, r.o.Catalog)
+	feeds := r.o.Catalog.FeedsIn(func(name string) bool { return len(runs[name]) > 0 })
+	return evaluate(runs, r.info.Pods, r.o.Catalog, feeds), feeds
 }
 
-// evaluate makes the calls, leaving out those fed only by optional scenarios when none of them
-// ran: a run that did not ask for them reads as it did before they existed.
-func evaluate(runs map[string][]*analysis.Result, pods int, cat *stacks.Catalog) []analysis.Verdict {
+// evaluate makes the calls on the scenarios feeds names, leaving out those fed only by optional
+// scenarios when none of them ran: a run that did not ask for them reads as it did before they
+// existed.
+func evaluate(runs map[string][]*analysis.Result, pods int, cat *stacks.Catalog, feeds stacks.Feeds) []analysis.Verdict {
 	var out []analysis.Verdict
-	for _, v := range analysis.Evaluate(runs, pods, cat.Feeds()) {
+	for _, v := range analysis.Evaluate(runs, pods, feeds) {
 		optional := v.Verdict == analysis.Skipped && len(v.Scenarios) > 0
 		for _, n := range v.Scenarios {
 			optional = optional && cat.Optional(n) && len(runs[n]) == 0

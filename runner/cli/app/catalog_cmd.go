@@ -13,8 +13,23 @@ import (
 	"github.com/igwlab/igwlab/stacks"
 )
 
-// catalogFlag loads the built-in catalog plus an optional folder of user scenarios.
-func loadCatalog(dir string) (*stacks.Catalog, error) {
+// loadCatalog loads the built-in catalog plus an optional folder of user scenarios, and says
+// on stderr where one of them takes the place or the role of a built-in one.
+func (e *Env) loadCatalog(dir string) (*stacks.Catalog, error) { return loadCatalogTo(dir, e.Stderr) }
+
+// loadCatalogTo is loadCatalog for a command that has its stderr but no Env.
+func loadCatalogTo(dir string, stderr io.Writer) (*stacks.Catalog, error) {
+	cat, err := mergeCatalog(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range cat.Warnings() {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+	return cat, nil
+}
+
+func mergeCatalog(dir string) (*stacks.Catalog, error) {
 	cat, err := stacks.Builtin()
 	if err != nil {
 		return nil, err
@@ -48,7 +63,7 @@ func (e *Env) scenariosCmd() *cobra.Command {
 	var dir, tgt, stackName string
 	var repeat int
 	c := Command("scenarios", "list the scenario catalog", func(cmd *cobra.Command) error {
-		cat, err := loadCatalog(dir)
+		cat, err := e.loadCatalog(dir)
 		if err != nil {
 			return err
 		}

@@ -44,6 +44,8 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
 	htmlOut := fs.String("html", "", "also write a self-contained HTML page of the findings to this file")
 	baseline := fs.String("baseline", "", "compare with an earlier reading of the same gateway (a file of diagnose --json output): what moved, whether the spread did, and what it costs in reconnects")
+	var gw gatewayFlags
+	gw.register(fs)
 	saveScenario := fs.String("save-scenario", "", "also write the pool and traffic read as a scenario file (NAME.yaml) the lab runs: igwlab suite --catalog DIR --only NAME, or igwlab predict --scenario FILE")
 	return func(ctx context.Context, stdout, stderr io.Writer) error {
 		var src diagnose.Source
@@ -67,6 +69,9 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 		}
 		if (*admin != "" || kubeSet) && (*duration <= 0 || *duration > time.Hour) {
 			return Usagef("--duration %s: allowed (0, 1h]", *duration)
+		}
+		if err := gw.check(); err != nil {
+			return err
 		}
 		var before *diagnose.Report
 		if *baseline != "" {
@@ -137,6 +142,11 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 				return UsageError{err}
 			}
 			r.Baseline = c
+		}
+		if l := r.Lever; gw.dialect != "" && l != nil && l.Knob != "" {
+			if r.Fix, err = gw.render("", map[string]string{l.Knob: l.Value}); err != nil {
+				return UsageError{err}
+			}
 		}
 		if *saveScenario != "" {
 			b, err := diagnose.SaveScenario(w, r, *saveScenario)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/igwlab/igwlab/runner/fix"
 	"github.com/igwlab/igwlab/runner/predict"
 	"github.com/igwlab/igwlab/stacks"
 )
@@ -19,6 +20,7 @@ type predictArgs struct {
 	repeat                 int
 	duration               time.Duration
 	asJSON                 bool
+	gw                     gatewayFlags
 }
 
 func (e *Env) predictCmd() *cobra.Command {
@@ -38,6 +40,7 @@ func (e *Env) predictCmd() *cobra.Command {
 	fs.StringVar(&a.catalog, "catalog", "", catalogHelp)
 	fs.BoolVarP(&a.quiet, "q", "q", false, "no progress on stderr")
 	fs.BoolVar(&a.asJSON, "json", false, "print predict.json to stdout instead of the table")
+	a.gw.register(fs)
 	completeScenarios(c, "scenario")
 	return c
 }
@@ -53,6 +56,9 @@ func (e *Env) runPredict(ctx context.Context, a *predictArgs) error {
 	if d := a.duration; d != 0 && (d < time.Second || d > 24*time.Hour) {
 		return Usagef("--duration %s: allowed 1s..24h", d)
 	}
+	if err := a.gw.check(); err != nil {
+		return err
+	}
 	sc, err := e.predictScenario(a)
 	if err != nil {
 		return err
@@ -65,6 +71,16 @@ func (e *Env) runPredict(ctx context.Context, a *predictArgs) error {
 	p, err := predict.Run(ctx, predict.Options{Target: t, Scenario: sc, Repeat: a.repeat, Duration: a.duration, RunSettings: e.runSettings(a.out, progress)})
 	if p == nil {
 		return err
+	}
+	if b := p.Best; b != nil && b.Knob != "" {
+		def := fix.Istio
+		if d := sc.Diagnosed; d != nil && d.Gateway == "" {
+			def = fix.Envoy
+		}
+		p.Fix, err = a.gw.render(def, map[string]string{b.Knob: b.Value})
+		if err != nil {
+			return err
+		}
 	}
 	return e.outcome(a.asJSON, p, progress, p.Dir, "predict.json, sweep.json, report.html, one folder per lever",
 		"the levers that finished are saved in "+p.Dir, err)

@@ -47,7 +47,7 @@ func serveFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout, stderr io.W
 		}
 		var sc *stacks.Scenario
 		if *scenario != "" {
-			cat, err := loadCatalog(*catalogDir)
+			cat, err := loadCatalogTo(*catalogDir, stderr)
 			if err != nil {
 				return err
 			}

@@ -142,7 +142,7 @@ func (e *Env) runSuite(ctx context.Context, a *suiteArgs, command []string) erro
 	if a.repeat < 1 || a.repeat > 100 {
 		return Usagef("--repeat %d: allowed 1..100", a.repeat)
 	}
-	cat, err := loadCatalog(a.catalog)
+	cat, err := e.loadCatalog(a.catalog)
 	if err != nil {
 		return err
 	}

@@ -240,7 +240,7 @@ func (e *Env) outcome(asJSON bool, v interface{ WriteText(io.Writer) error }, pr
 // scenarioFor is --scenario from the catalog (and --catalog's folder), refused if target
 // cannot run it.
 func (e *Env) scenarioFor(dir, name, target string) (*stacks.Scenario, error) {
-	cat, err := loadCatalog(dir)
+	cat, err := e.loadCatalog(dir)
 	if err != nil {
 		return nil, err
 	}
