@@ -26,6 +26,9 @@ import (
 // and (in the stream modes) the streams each carried, told apart by their local address.
 type clientConns struct {
 	ccs []*grpc.ClientConn
+	// answers are the re-resolutions due (Names), stopped at close.
+	answers []*time.Timer
+	closed  bool
 
 	mu     sync.Mutex
 	origin time.Time
@@ -70,6 +73,9 @@ func dialConns(o Options) (*clientConns, error) {
 					st.Addresses = append(st.Addresses, resolver.Address{Addr: a})
 				}
 				r.InitialState(st)
+				if o.Names != nil {
+					cs.resolveAgain(r, o.Names)
+				}
 				opts = append(opts, grpc.WithResolvers(r))
 				target = "igwlab:///gateway"
 			}
@@ -85,8 +91,45 @@ func dialConns(o Options) (*clientConns, error) {
 }
 
 func (cs *clientConns) close() {
+	cs.mu.Lock()
+	cs.closed = true
+	for _, t := range cs.answers {
+		t.Stop()
+	}
+	cs.mu.Unlock()
 	for _, cc := range cs.ccs {
 		cc.Close()
+	}
+}
+
+// resolveAgain makes the manual resolver r answer grpc-go's ResolveNow as a DNS name would: at
+// the time the name's rule says, with the addresses it has then.
+func (cs *clientConns) resolveAgain(r *manual.Resolver, n *Names) {
+	name := n.New()
+	name.Resolved(time.Now())
+	r.ResolveNowCallback = func(resolver.ResolveNowOptions) {
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		at, ok := name.Request(time.Now())
+		if !ok || cs.closed {
+			return
+		}
+		cs.answers = append(cs.answers, time.AfterFunc(time.Until(at), func() {
+			cs.mu.Lock()
+			if cs.closed {
+				cs.mu.Unlock()
+				return
+			}
+			name.Resolved(time.Now())
+			cs.mu.Unlock()
+			st := resolver.State{}
+			for _, a := range n.Resolve() {
+				st.Addresses = append(st.Addresses, resolver.Address{Addr: a})
+			}
+			if len(st.Addresses) > 0 {
+				r.UpdateState(st)
+			}
+		}))
 	}
 }
 

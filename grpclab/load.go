@@ -68,6 +68,23 @@ type Options struct {
 	// Addresses are what RoundRobin balances over (the gateway pods' addresses, as a headless
 	// Service's DNS name returns them); empty with a dns:/// target, which resolves them.
 	Addresses []string
+	// Names, with Addresses, resolves the name again when grpc-go asks (ResolveNow, on every
+	// lost connection), as a dns:/// target's resolver would; nil keeps Addresses for good.
+	Names *Names `json:"-"`
+}
+
+// Names is a round_robin name that resolves again: New gives each ClientConn the rule for when
+// its resolver answers a ResolveNow (the lab's model.Resolution), Resolve the addresses the
+// name answers with then.
+type Names struct {
+	New     func() Name
+	Resolve func() []string
+}
+
+// Name is one ClientConn's resolution state.
+type Name interface {
+	Resolved(now time.Time)
+	Request(now time.Time) (time.Time, bool)
 }
 
 // Validate says what is wrong with o. It fills the defaults of the fields it checks.

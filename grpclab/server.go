@@ -32,9 +32,9 @@ const MaxResponseSize = 4 << 20
 // NewServer is the backend: grpc.testing.TestService (EmptyCall, UnaryCall answering with a
 // payload of the requested size, StreamingOutputCall and FullDuplexCall answering with one
 // message per ResponseParameters at its interval: streamserver.go), the standard health service
-// and server reflection.
-func NewServer() *grpc.Server {
-	s := grpc.NewServer()
+// and server reflection; opts are grpc-go's server options (a test's connection age, say).
+func NewServer(opts ...grpc.ServerOption) *grpc.Server {
+	s := grpc.NewServer(opts...)
 	testpb.RegisterTestServiceServer(s, testService{})
 	healthpb.RegisterHealthServer(s, health.NewServer())
 	reflection.Register(s)

@@ -24,7 +24,7 @@ const RoundRobin = grpclab.RoundRobin
 func grpcOptions(s Spec) grpclab.Options {
 	return grpclab.Options{Target: s.Target, Authority: s.Authority, Concurrency: s.Concurrency,
 		Connections: s.Connections, Duration: s.Duration, TLS: s.TLS, AllowRemote: s.AllowRemote,
-		Mode: s.Mode, Rate: s.Rate, MessageBytes: s.MessageBytes, LB: s.LB, Addresses: s.Addresses}
+		Mode: s.Mode, Rate: s.Rate, MessageBytes: s.MessageBytes, LB: s.LB, Addresses: s.Addresses, Names: s.Names}
 }
 
 func runGRPC(ctx context.Context, s Spec) (*Result, error) {

@@ -12,6 +12,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/igwlab/igwlab/grpclab"
 	"github.com/igwlab/igwlab/h2dial"
 )
 
@@ -42,6 +43,9 @@ type Spec struct {
 	// as a headless Service's DNS name returns them (in a cluster, Target is that name).
 	LB        string
 	Addresses []string
+	// Names resolves round_robin's name again when the client asks, where the target emulates
+	// the headless Service's DNS (the local target); nil keeps Addresses for the run.
+	Names *grpclab.Names `json:"-"`
 	// LongStream makes each h2dial request a long-lived stream, read as it arrives.
 	LongStream bool
 }

@@ -58,8 +58,13 @@ type Row struct {
 	Bands *sweep.Bands `json:"bands,omitempty"`
 }
 
-// Rule is how predict ranks levers.
-const Rule = "by p99 (within 25% counts as the same), then the hottest worker's busy share (within 5 points the same), then the reconnects a second it costs"
+// Rule is how predict ranks levers; ClosedRule for a client that sends as fast as it is
+// answered, whose requests a second are what the pool gives it: more of them at the same tail
+// is the pool doing more for it (a scaled-out pool reaching the client, say).
+const (
+	Rule       = "by p99 (within 25% counts as the same), then the hottest worker's busy share (within 5 points the same), then the reconnects a second it costs"
+	ClosedRule = "by p99 (within 25% counts as the same), then the requests a second the closed-loop client gets (within 10% the same), then the hottest worker's busy share (within 5 points the same), then the reconnects a second it costs"
+)
 
 // Run runs the scenario under each lever and ranks them. It returns what finished when
 // interrupted (with suite.ErrInterrupted).
@@ -89,7 +94,8 @@ func Run(ctx context.Context, o Options) (*Prediction, error) {
 	}
 	var points []*sweep.Point
 	var first *sweep.Sweep
-	if shape.RPS == 0 {
+	closedLoop := shape.RPS == 0
+	if closedLoop {
 		// A closed-loop client's rate is what the pool gives it: the scenario runs as it is
 		// first, and count rotation is sized from the rate it measured.
 		var err error
@@ -116,6 +122,9 @@ func Run(ctx context.Context, o Options) (*Prediction, error) {
 		dir = first.Dir
 	}
 	p := &Prediction{Scenario: o.Scenario.Name, Target: info.Name, Repeat: max(1, o.Repeat), Rule: Rule, Sweep: sw, Dir: dir}
+	if closedLoop {
+		p.Rule = ClosedRule
+	}
 	for i, l := range levers {
 		pt := points[i]
 		row := &Row{Lever: l, Numbers: pt.Numbers, Bands: pt.Bands, Ran: pt.Status == "ok", Reason: pt.Reason}
@@ -124,7 +133,7 @@ func Run(ctx context.Context, o Options) (*Prediction, error) {
 		}
 		p.Rows = append(p.Rows, row)
 	}
-	p.rank()
+	p.rank(closedLoop)
 	if err := measure.WriteJSON(filepath.Join(dir, "predict.json"), p); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -133,8 +142,9 @@ func Run(ctx context.Context, o Options) (*Prediction, error) {
 
 // rank orders the rows (Rule), numbers them, and picks the lever to apply: the best-ranked
 // one that beats the scenario as it is by a step of the rule.
-func (p *Prediction) rank() {
+func (p *Prediction) rank(closedLoop bool) {
 	base := p.Rows[0]
+	better := func(a, b *Row) bool { return better(a, b, closedLoop) }
 	sort.SliceStable(p.Rows, func(i, j int) bool { return better(p.Rows[i], p.Rows[j]) })
 	for i, r := range p.Rows {
 		r.Rank = i + 1
@@ -153,12 +163,12 @@ func (p *Prediction) rank() {
 		break
 	}
 	if p.Best == nil {
-		p.Why = fmt.Sprintf("no lever beats the scenario as it is (p99 %.1f ms, hottest worker %s) by a step of the rule: %s", base.P99Ms, pct(base.BusyMax), Rule)
+		p.Why = fmt.Sprintf("no lever beats the scenario as it is (p99 %.1f ms, hottest worker %s) by a step of the rule: %s", base.P99Ms, pct(base.BusyMax), p.Rule)
 		return
 	}
 	b := p.Best
-	p.Why = fmt.Sprintf("%s: p99 %.1f ms against %.1f ms as it is, hottest worker %s against %s, %.2f reconnects a second against %.2f",
-		b.What, b.P99Ms, base.P99Ms, pct(b.BusyMax), pct(base.BusyMax), b.cost(), base.cost())
+	p.Why = fmt.Sprintf("%s: p99 %.1f ms against %.1f ms as it is, %.0f requests a second against %.0f, hottest worker %s against %s, %.2f reconnects a second against %.2f",
+		b.What, b.P99Ms, base.P99Ms, b.RPS, base.RPS, pct(b.BusyMax), pct(base.BusyMax), b.cost(), base.cost())
 	p.Expect = fmt.Sprintf("after applying %s: p99 near %.1f ms, the hottest worker near %s busy, connections spread with CV %.3f over %.0f connection(s) (%s)",
 		b.Label, b.P99Ms, pct(b.BusyMax), b.CV, b.Connections, b.ChanceVerdict)
 	if b.Bands != nil {
@@ -170,13 +180,16 @@ func (p *Prediction) rank() {
 	}
 }
 
-// better ranks a before b: Rule.
-func better(a, b *Row) bool {
+// better ranks a before b: Rule, or ClosedRule for a closed-loop client.
+func better(a, b *Row, closedLoop bool) bool {
 	if a.Ran != b.Ran {
 		return a.Ran
 	}
 	if lo, hi := math.Min(a.P99Ms, b.P99Ms), math.Max(a.P99Ms, b.P99Ms); lo > 0 && hi > 1.25*lo {
 		return a.P99Ms < b.P99Ms
+	}
+	if lo, hi := math.Min(a.RPS, b.RPS), math.Max(a.RPS, b.RPS); closedLoop && lo > 0 && hi > 1.1*lo {
+		return a.RPS > b.RPS
 	}
 	if math.Abs(a.BusyMax-b.BusyMax) > 0.05 {
 		return a.BusyMax < b.BusyMax

@@ -11,11 +11,11 @@ import (
 func (p *Prediction) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "igwlab predict: %s on the %s target, %d run(s) per lever; ranked %s\n\n", p.Scenario, p.Target, p.Repeat, p.Rule)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "rank\tlever\tkind\tp99 ms\thottest worker\tCV (chance)\tconnections\tdrains/s\t")
+	fmt.Fprintln(tw, "rank\tlever\tkind\tp99 ms\trps\thottest worker\tCV (chance)\tconnections\tdrains/s\t")
 	var notRun []string
 	for _, r := range p.Rows {
 		if !r.Ran {
-			fmt.Fprintf(tw, "%d\t%s\t%s\tnot run\t\t\t\t\t\n", r.Rank, r.Label, r.Kind)
+			fmt.Fprintf(tw, "%d\t%s\t%s\tnot run\t\t\t\t\t\t\n", r.Rank, r.Label, r.Kind)
 			notRun = append(notRun, fmt.Sprintf("%s: %s", r.Label, r.Reason))
 			continue
 		}
@@ -24,7 +24,7 @@ func (p *Prediction) WriteText(w io.Writer) error {
 			p99 += fmt.Sprintf(" [%.1f..%.1f]", b.P99Ms.P5, b.P99Ms.P95)
 			busy += fmt.Sprintf(" [%s..%s]", pct(b.HotWorker.P5), pct(b.HotWorker.P95))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.3f (%s)\t%.0f\t%.2f\t\n", r.Rank, r.Label, r.Kind, p99, busy, r.CV, r.ChanceVerdict, r.Connections, r.DrainsPerS)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.0f\t%s\t%.3f (%s)\t%.0f\t%.2f\t\n", r.Rank, r.Label, r.Kind, p99, r.RPS, busy, r.CV, r.ChanceVerdict, r.Connections, r.DrainsPerS)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -4,11 +4,13 @@ import (
 	"time"
 
 	"github.com/igwlab/igwlab/runner/load"
+	"github.com/igwlab/igwlab/runner/model"
 )
 
 // grpcClient: n ClientConns (connections, default 1); goroutine i uses ClientConn i mod n. With
 // pick_first each ClientConn keeps one connection through the Service address; with round_robin
-// one to each pod's address (a headless Service), picking among the ready ones in turn
+// one to each pod's address (a headless Service; resolved again on a lost connection, as
+// model.Resolution says), picking among the ready ones in turn
 // (grpc-go balancer/roundrobin). A stream over a connection's cap waits for a stream of its own
 // connection to end (grpcTransport). Unary goroutines send one call at a time; the stream modes
 // hold one long-lived stream each (grpclab stream.go), opened again 20 ms after one fails.
@@ -104,11 +106,13 @@ func (g *grpcClient) stop() {
 	}
 }
 
-// clientConn is one grpc-go ClientConn: its subchannels' connections.
+// clientConn is one grpc-go ClientConn: its subchannels' connections, and with round_robin the
+// name they were resolved from.
 type clientConn struct {
 	p    *Pool
 	r    *recorder
 	rr   bool
+	name model.Resolution
 	subs []*grpcTransport
 	next int
 }
@@ -116,13 +120,42 @@ type clientConn struct {
 func newClientConn(p *Pool, r *recorder, roundRobin bool) *clientConn {
 	cc := &clientConn{p: p, r: r, rr: roundRobin}
 	if !roundRobin {
-		cc.subs = []*grpcTransport{newGRPCTransport(p, r, nil)}
+		cc.subs = []*grpcTransport{newGRPCTransport(p, r, nil, nil)}
 		return cc
 	}
+	cc.name.Resolved(p.Sim.Now())
 	for _, pod := range serving(p.gateway) {
-		cc.subs = append(cc.subs, newGRPCTransport(p, r, pod))
+		cc.subs = append(cc.subs, newGRPCTransport(p, r, pod, cc.resolveNow))
 	}
 	return cc
+}
+
+// resolveNow is grpc-go's answer to a lost connection (a GOAWAY included): resolve the name
+// again, when the DNS resolver next may (model.Resolution).
+func (cc *clientConn) resolveNow() {
+	if at, ok := cc.name.Request(cc.p.Sim.Now()); ok && !cc.r.stopped {
+		cc.p.Sim.After(at.Sub(cc.p.Sim.Now()), cc.resolved)
+	}
+}
+
+// resolved takes the name's new answer, the serving pods: round_robin keeps a subchannel per
+// address, so each pod new to it gets one (grpc-go endpointsharding's UpdateClientConnState).
+// A pod that left keeps its subchannel here, which dials through the Service once its pod is
+// gone (dialTier), as the lab's own model of a lost address has it.
+func (cc *clientConn) resolved() {
+	if cc.r.stopped {
+		return
+	}
+	cc.name.Resolved(cc.p.Sim.Now())
+	have := map[*Pod]bool{}
+	for _, t := range cc.subs {
+		have[t.pod] = true
+	}
+	for _, pod := range serving(cc.p.gateway) {
+		if !have[pod] {
+			cc.subs = append(cc.subs, newGRPCTransport(cc.p, cc.r, pod, cc.resolveNow))
+		}
+	}
 }
 
 // send picks a subchannel (pick_first: the one; round_robin: the next ready one in turn).
@@ -155,15 +188,16 @@ func (cc *clientConn) close() {
 type grpcTransport struct {
 	p        *Pool
 	r        *recorder
-	pod      *Pod // round_robin: the pod's own address
+	pod      *Pod   // round_robin: the pod's own address
+	lost     func() // its ClientConn's resolveNow, called on a GOAWAY or a close (nil: pick_first)
 	cur      *conn
 	old      []*conn
 	queue    []*stream
 	dialling bool
 }
 
-func newGRPCTransport(p *Pool, r *recorder, pod *Pod) *grpcTransport {
-	t := &grpcTransport{p: p, r: r, pod: pod}
+func newGRPCTransport(p *Pool, r *recorder, pod *Pod, lost func()) *grpcTransport {
+	t := &grpcTransport{p: p, r: r, pod: pod, lost: lost}
 	t.redial()
 	return t
 }
@@ -209,13 +243,21 @@ func (t *grpcTransport) onGoAway(c *conn) {
 	if c == t.cur {
 		t.old = append(t.old, c)
 		t.cur = nil
+		t.connLost()
 		t.redial()
+	}
+}
+
+func (t *grpcTransport) connLost() {
+	if t.lost != nil {
+		t.lost()
 	}
 }
 
 func (t *grpcTransport) onClosed(c *conn) {
 	if c == t.cur {
 		t.cur = nil
+		t.connLost()
 		if t.r.stopped {
 			return
 		}

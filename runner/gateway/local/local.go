@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/igwlab/igwlab/dashboard"
+	"github.com/igwlab/igwlab/grpclab"
 	"github.com/igwlab/igwlab/runner/emulator"
 	"github.com/igwlab/igwlab/runner/gateway"
 	"github.com/igwlab/igwlab/runner/load"
+	"github.com/igwlab/igwlab/runner/model"
 	"github.com/igwlab/igwlab/runner/stats"
 	"github.com/igwlab/igwlab/stacks"
 )
@@ -186,14 +188,23 @@ func (l *Local) Load(ctx context.Context, spec load.Spec) (*load.Result, error) 
 	spec.Target, spec.TLS = l.Pool.VIP(), l.Pool.Config().TLS
 	if spec.LB == load.RoundRobin {
 		// A headless Service's DNS name answers with every ready pod's own address: the
-		// client connects to each, past the L4 balancer.
-		for _, p := range l.Pool.Pods() {
-			if a := p.Addr(); a != "" && p.Serving() {
-				spec.Addresses = append(spec.Addresses, a)
-			}
-		}
+		// client connects to each, past the L4 balancer; asked again (on a lost connection),
+		// it answers with the pods ready then, no sooner than grpc-go's DNS resolver would.
+		spec.Addresses = l.servingAddrs()
+		spec.Names = &grpclab.Names{New: func() grpclab.Name { return &model.Resolution{} }, Resolve: l.servingAddrs}
 	}
 	return load.Run(ctx, spec)
+}
+
+// servingAddrs are the addresses of the pods in the endpoints now.
+func (l *Local) servingAddrs() []string {
+	var out []string
+	for _, p := range l.Pool.Pods() {
+		if a := p.Addr(); a != "" && p.Serving() {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // ScrapeTargets lists the pool's metrics endpoints for a Prometheus scrape config: the gateway
