@@ -196,7 +196,18 @@ func (d *frameDecoder) checkHeader(h frameHeader) bool {
 		return false
 	}
 	if !known(h.typ) {
-		return d.ok(d.v.onUnknownFrame(h))
+		// The adapter's OnFrameHeader lets an unknown type through, and the decoder then checks
+		// its length like any frame's (Http2FrameDecoder::StartDecodingPayload checks
+		// payload_length against maximum_payload_size_ before it dispatches on the type), so an
+		// oversized extension frame is SPDY_CONTROL_PAYLOAD_TOO_LARGE (OnFrameSizeError).
+		if !d.ok(d.v.onUnknownFrame(h)) {
+			return false
+		}
+		if h.length > d.maxFrame {
+			d.fail(framerControlPayloadTooLarge, "")
+			return false
+		}
+		return true
 	}
 	if !validStreamID(h) {
 		d.stopped = true
@@ -233,12 +244,14 @@ func (d *frameDecoder) checkHeaderNghttp2(h frameHeader) bool {
 	if !d.ok(d.v.onCommonHeader(h)) {
 		return false
 	}
-	if !known(h.typ) {
-		return d.ok(d.v.onUnknownFrame(h))
-	}
 	if h.length > d.maxFrame {
+		// nghttp2_session_mem_recv2 (NGHTTP2_IB_READ_HEAD) checks the length against
+		// max_frame_size before it switches on the type: an extension frame too.
 		d.fail(framerControlPayloadTooLarge, "too large frame size")
 		return false
+	}
+	if !known(h.typ) {
+		return d.ok(d.v.onUnknownFrame(h))
 	}
 	if n, fixed := fixedLength(h); fixed && n != h.length || h.typ == http2.FrameGoAway && h.length < 8 ||
 		h.typ == http2.FrameSettings && (h.length%6 != 0 || h.has(http2.FlagSettingsAck) && h.length != 0) {
