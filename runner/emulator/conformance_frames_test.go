@@ -1,6 +1,9 @@
 package emulator
 
 import (
+	"errors"
+	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -35,6 +38,38 @@ func TestOversizedUnknownFrame(t *testing.T) {
 				t.Fatalf("frames %+v: want GOAWAY FRAME_SIZE_ERROR and a close", frames)
 			}
 			checkStats(t, pod, map[string]int64{hcmName(pod, "downstream_cx_protocol_error"): 1})
+		})
+	}
+}
+
+// A connection that never sends a byte is closed by the idle timeout and by
+// max_connection_duration, which the connection manager arms as it accepts the connection,
+// before any codec exists: counted, closed, nothing sent (ConnectionManagerImpl::
+// initializeReadFilterCallbacks arms them; onIdleTimeout and onConnectionDurationTimeout close
+// when codec_ is null; Envoy test/integration/idle_timeout_integration_test.cc, IdleTimeoutNoCodec
+// and ConnectionDurationNoCodec).
+func TestTimeoutsBeforeAnyCodec(t *testing.T) {
+	for _, c := range []struct{ knob, stat string }{
+		{"hcm.common_http_protocol_options.idle_timeout", "downstream_cx_idle_timeout"},
+		{"hcm.common_http_protocol_options.max_connection_duration", "downstream_cx_max_duration_reached"},
+	} {
+		t.Run(c.stat, func(t *testing.T) {
+			pod := testPool(t, Config{}, knobs(t, c.knob, "1s")).Pods()[0]
+			conn, err := net.DialTimeout("tcp", pod.Addr(), 2*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			start := time.Now()
+			_ = conn.SetReadDeadline(start.Add(5 * time.Second))
+			n, err := conn.Read(make([]byte, 64))
+			if n != 0 || !errors.Is(err, io.EOF) {
+				t.Fatalf("read %d bytes, %v after %s: want the gateway to close with nothing sent", n, err, time.Since(start).Round(time.Millisecond))
+			}
+			if took := time.Since(start); took < 900*time.Millisecond {
+				t.Errorf("closed after %s, before the 1 s timeout", took)
+			}
+			checkStats(t, pod, map[string]int64{hcmName(pod, c.stat): 1, hcmName(pod, "downstream_cx_http2_total"): 0})
 		})
 	}
 }

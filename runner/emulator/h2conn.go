@@ -98,6 +98,10 @@ type serverConn struct {
 	// closedByUs records that the gateway closed the connection (after a drain, on a protocol
 	// error, when its listener or pod went away); otherwise the client did.
 	closedByUs atomic.Bool
+	// hasCodec is set once bytes have arrived (ConnectionManagerImpl::onData creates codec_
+	// with the first); until then a timeout closes the connection outright. h2 is set once
+	// the preface chose HTTP/2.
+	hasCodec, h2 atomic.Bool
 	// misattributed: the gateway closed the connection from outside the connection manager
 	// (its listener finished draining, the codec's flood callback), which Envoy's connection
 	// manager counts under the remote side's active-request counter.
@@ -204,10 +208,11 @@ func (sc *serverConn) serve() {
 	go sc.writeLoop()
 	go sc.order.run(sc.ctx)
 	go sc.readLoop()
+	// The connection manager arms the idle timer and max_connection_duration as it is
+	// accepted, before any byte has chosen a codec (ConnectionManagerImpl::
+	// initializeReadFilterCallbacks), so a client that never speaks is closed by them too.
+	sc.armTimers()
 	h2 := sc.readPreface()
-	if h2 {
-		sc.armTimers()
-	}
 	for {
 		data, err := sc.in.take(sc.ctx)
 		if h2 && len(data) > 0 && !sc.delayedClose.Load() {
@@ -233,6 +238,9 @@ func (sc *serverConn) readPreface() bool {
 	defer deadline.Stop()
 	for len(got) < len(clientPreface) {
 		data, err := sc.in.take(sc.ctx)
+		if len(data) > 0 {
+			sc.hasCodec.Store(true)
+		}
 		got = append(got, data...)
 		sc.in.release(data)
 		n := min(len(got), len(clientPreface))

@@ -17,7 +17,7 @@ func (sc *serverConn) armTimers() {
 	if d := sc.cfg.MaxConnDuration; d > 0 {
 		t := time.AfterFunc(d, func() {
 			sc.h.MaxDurationReached.Inc()
-			sc.startDrain("max_connection_duration")
+			sc.timeout("max_connection_duration")
 		})
 		go func() { <-sc.ctx.Done(); t.Stop() }()
 	}
@@ -25,10 +25,27 @@ func (sc *serverConn) armTimers() {
 		sc.mu.Lock()
 		sc.idleTimer = time.AfterFunc(d, func() {
 			sc.h.CxIdleTimeout.Inc()
-			sc.startDrain("idle_timeout")
+			sc.timeout("idle_timeout")
 		})
 		sc.mu.Unlock()
 	}
+}
+
+// timeout is ConnectionManagerImpl::onIdleTimeout and onConnectionDurationTimeout once the
+// counter is counted: with no codec yet the connection is closed (FlushWrite, nothing to
+// flush: no GOAWAY, there is no codec to send one), else the drain sequence starts.
+func (sc *serverConn) timeout(reason string) {
+	if !sc.hasCodec.Load() {
+		sc.closeByUs(reason + " before any codec")
+		return
+	}
+	if !sc.h2.Load() {
+		// Bytes that are not HTTP/2's preface begin an HTTP/1 request, a stream that holds
+		// the idle timer off (ConnectionManagerImpl::newStream); the lab answers it and
+		// closes (h1reject.go).
+		return
+	}
+	sc.startDrain(reason)
 }
 
 // startDrain begins Envoy's drain sequence: a GOAWAY with the largest stream id as a shutdown

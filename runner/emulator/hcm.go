@@ -40,6 +40,8 @@ func (h *hcm) connOpened(sc *serverConn) {
 // countCodec counts the codec the connection manager made for the connection from its first
 // bytes (ConnectionManagerImpl::createCodec).
 func (sc *serverConn) countCodec(h2 bool) {
+	sc.hasCodec.Store(true)
+	sc.h2.Store(h2)
 	h := sc.h
 	if h2 {
 		h.CxHTTP2Total.Inc()
