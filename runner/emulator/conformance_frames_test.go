@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 
 	"github.com/igwlab/igwlab/stacks"
 )
@@ -70,6 +71,42 @@ func TestTimeoutsBeforeAnyCodec(t *testing.T) {
 				t.Errorf("closed after %s, before the 1 s timeout", took)
 			}
 			checkStats(t, pod, map[string]int64{hcmName(pod, c.stat): 1, hcmName(pod, "downstream_cx_http2_total"): 0})
+		})
+	}
+}
+
+// A host header before :authority: host sets the authority, so the :authority after it is a
+// second one and the request is malformed (quiche header_validator.cc,
+// HeaderValidator::ValidateSingleHeader and RecordPseudoHeader; nghttp2 refuses any
+// pseudo-header after a regular one, nghttp2_http.c http_request_on_header). By default the
+// codec makes that a connection error (Envoy test/integration/http2_frame_integration_test.cc,
+// HostBeforeAuthorityIsRejected). :authority before host is served.
+func TestHostBeforeAuthority(t *testing.T) {
+	for _, codec := range []string{CodecOghttp2, CodecNghttp2} {
+		t.Run(codec, func(t *testing.T) {
+			pod := testPool(t, Config{Codec: codec}, stacks.Knobs{}).Pods()[0]
+			send := func(rc *rawClient, id uint32, fields ...hpack.HeaderField) {
+				rc.hbuf.Reset()
+				for _, f := range fields {
+					_ = rc.enc.WriteField(f)
+				}
+				if err := rc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: rc.hbuf.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			method, scheme, path := hpack.HeaderField{Name: ":method", Value: "GET"}, hpack.HeaderField{Name: ":scheme", Value: "http"}, hpack.HeaderField{Name: ":path", Value: "/get"}
+			authority, host := hpack.HeaderField{Name: ":authority", Value: "lab.local"}, hpack.HeaderField{Name: "host", Value: "lab.local"}
+
+			ok := dialRaw(t, pod.Addr(), true)
+			send(ok, 1, method, scheme, path, authority, host)
+			if frames, err := ok.read(3*time.Second, func(f frameInfo) bool { return f.typ == http2.FrameHeaders }); err != nil || frames[len(frames)-1].status != "200" {
+				t.Fatalf(":authority then host: %+v %v, want 200", frames, err)
+			}
+
+			rc := dialRaw(t, pod.Addr(), true)
+			send(rc, 1, method, scheme, path, host, authority)
+			rc.closedWithout(3*time.Second, http2.FrameHeaders)
+			checkStats(t, pod, map[string]int64{hcmName(pod, "downstream_cx_protocol_error"): 1})
 		})
 	}
 }

@@ -13,7 +13,8 @@ import (
 // header (codec_impl.cc ConnectionImpl::saveHeader: max_request_headers_kb, max_headers_count).
 // nghttp2 (lib/nghttp2_http.c nghttp2_http_on_header, nghttp2_http_on_request_headers) gives
 // the same answers to the same requests but two: it rejects a pseudo-header after a regular
-// header, which oghttp2 does not check, and compares te case-insensitively.
+// header, which oghttp2 does not check (it refuses only :authority after host, as a second
+// authority), and compares te case-insensitively.
 
 type headerResult int
 
@@ -42,7 +43,7 @@ type headerCheck struct {
 	pseudo        map[string]int
 	unknownExtra  bool
 	regularSeen   bool
-	authority     bool
+	authority     bool // :authority or host seen (HeaderValidator's TAG_AUTHORITY)
 	method, path  string
 	contentLength int64 // -1: none
 	bytes, count  int   // what Envoy has saved
@@ -102,6 +103,13 @@ func (c *headerCheck) pseudoField(name, value string) headerResult {
 	case ":authority":
 		if !validAuthority(value) {
 			return headerInvalid
+		}
+		if c.authority && c.pseudo[":authority"] == 0 {
+			// A host header has already set the authority tag, so this :authority is a
+			// duplicate pseudo-header (RecordPseudoHeader: TAG_UNKNOWN_EXTRA) and the block
+			// fails FinishHeaderBlock: a malformed request (Envoy's
+			// HostBeforeAuthorityIsRejected). nghttp2 refused it above, after a regular header.
+			c.unknownExtra = true
 		}
 		c.authority = true
 	case ":path":
