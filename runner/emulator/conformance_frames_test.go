@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -107,6 +108,49 @@ func TestHostBeforeAuthority(t *testing.T) {
 			send(rc, 1, method, scheme, path, host, authority)
 			rc.closedWithout(3*time.Second, http2.FrameHeaders)
 			checkStats(t, pod, map[string]int64{hcmName(pod, "downstream_cx_protocol_error"): 1})
+		})
+	}
+}
+
+// Bytes that are not a frame where the client's SETTINGS must come first: read as a frame
+// header their length is far over the frame size, so the codec fails them as it does any
+// oversized frame (see TestOversizedUnknownFrame) and the gateway sends its SETTINGS, a GOAWAY
+// naming the parse error and closes after the delayed-close timeout (Envoy
+// test/integration/multiplexed_integration_test.cc, DelayedCloseAfterBadFrame, which sends
+// these bytes and expects "ParseError"; codec_impl.cc and conn_manager_impl.cc count the
+// protocol error and the delayed close).
+func TestGarbageBeforeSettings(t *testing.T) {
+	for _, c := range []struct{ codec, detail string }{{CodecOghttp2, "ParseError"}, {CodecNghttp2, "too large frame size"}} {
+		t.Run(c.codec, func(t *testing.T) {
+			pod := testPool(t, Config{Codec: c.codec}, stacks.Knobs{}).Pods()[0]
+			conn, err := net.DialTimeout("tcp", pod.Addr(), 2*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := io.WriteString(conn, clientPreface+"helloworldcauseanerror"); err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			got, err := io.ReadAll(conn)
+			if err != nil {
+				t.Fatalf("%v after %q: want the gateway to close", err, got)
+			}
+			fr := http2.NewFramer(nil, bytes.NewReader(got))
+			var goaway *http2.GoAwayFrame
+			for {
+				f, err := fr.ReadFrame()
+				if err != nil {
+					break
+				}
+				if g, ok := f.(*http2.GoAwayFrame); ok {
+					goaway = g
+				}
+			}
+			if goaway == nil || goaway.ErrCode != http2.ErrCodeFrameSize || string(goaway.DebugData()) != c.detail {
+				t.Fatalf("got %q: want SETTINGS then GOAWAY FRAME_SIZE_ERROR %q", got, c.detail)
+			}
+			checkStats(t, pod, map[string]int64{hcmName(pod, "downstream_cx_protocol_error"): 1, hcmName(pod, "downstream_cx_delayed_close_timeout"): 1})
 		})
 	}
 }
