@@ -154,3 +154,25 @@ func TestGarbageBeforeSettings(t *testing.T) {
 		})
 	}
 }
+
+// stream_idle_timeout on a response already started: Envoy resets the stream, and its codec
+// sends every local reset but a refused stream and a CONNECT error as RST_STREAM NO_ERROR
+// (source/common/http/http2/codec_impl.cc, reasonToReset; Envoy
+// test/integration/idle_timeout_integration_test.cc, PerStreamIdleTimeoutAfterUpstreamHeaders).
+func TestStreamIdleResetIsNoError(t *testing.T) {
+	pod := testPool(t, Config{}, knobs(t, "hcm.stream_idle_timeout", "0.3s")).Pods()[0]
+	rc := dialRaw(t, pod.Addr(), true)
+	rc.headers(1, "GET", "/drip?duration=3&numbytes=3&delay=0", true) // a byte a second after the headers
+	frames, err := rc.read(3*time.Second, func(f frameInfo) bool { return f.stream == 1 && f.typ == http2.FrameRSTStream })
+	if err != nil {
+		t.Fatalf("frames %+v: %v, want the started response reset", frames, err)
+	}
+	sawHeaders := false
+	for _, f := range frames {
+		sawHeaders = sawHeaders || f.stream == 1 && f.typ == http2.FrameHeaders && f.status == "200"
+	}
+	if last := frames[len(frames)-1]; !sawHeaders || last.code != http2.ErrCodeNo {
+		t.Fatalf("frames %+v: want HEADERS 200, then RST_STREAM NO_ERROR", frames)
+	}
+	checkStats(t, pod, map[string]int64{hcmName(pod, "downstream_rq_idle_timeout"): 1})
+}

@@ -144,13 +144,15 @@ func (st *stream) touch() {
 	}
 }
 
-// onIdleTimeout is Envoy's stream_idle_timeout: 408 if nothing was sent yet, else a reset.
+// onIdleTimeout is Envoy's stream_idle_timeout: 408 if nothing was sent yet, else a local
+// reset, which the codec sends as RST_STREAM NO_ERROR (codec_impl.cc reasonToReset: every
+// local reason but a refused stream and a CONNECT error).
 func (st *stream) onIdleTimeout() {
 	st.sc.h.RqIdleTimeout.Inc()
 	if !st.wroteHeader {
 		_ = st.respond(http.StatusRequestTimeout, "stream timeout")
 	} else {
-		st.reset(http2.ErrCodeCancel)
+		st.reset(http2.ErrCodeNo)
 	}
 	st.abort(errors.New("stream idle timeout"))
 }
