@@ -176,3 +176,37 @@ func TestStreamIdleResetIsNoError(t *testing.T) {
 	}
 	checkStats(t, pod, map[string]int64{hcmName(pod, "downstream_rq_idle_timeout"): 1})
 }
+
+// A complete response stuck behind the client's zero window: the connection manager is done
+// with the stream, and the codec's flush timer (stream_flush_timeout, which defaults to
+// stream_idle_timeout) resets it, counted in http2.tx_flush_timeout, not as a request idle
+// timeout (codec_impl.cc StreamImpl::onPendingFlushTimer; Envoy
+// test/integration/idle_timeout_integration_test.cc, CodecStreamIdleTimeout).
+func TestFlushTimeoutBehindAZeroWindow(t *testing.T) {
+	pod := testPool(t, Config{}, knobs(t, "hcm.stream_idle_timeout", "0.3s")).Pods()[0]
+	rc := dialRaw(t, pod.Addr(), true)
+	if err := rc.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1024}); err != nil {
+		t.Fatal(err)
+	}
+	rc.headers(1, "GET", "/bytes/4096", true)
+	var got []string
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		_ = rc.c.SetReadDeadline(deadline)
+		f, err := rc.fr.ReadFrame() // no WINDOW_UPDATE: the window stays shut
+		if err != nil {
+			t.Fatalf("frames %v: %v, want the stream reset", got, err)
+		}
+		if f.Header().StreamID != 1 {
+			continue
+		}
+		got = append(got, f.Header().Type.String())
+		if r, ok := f.(*http2.RSTStreamFrame); ok {
+			if r.ErrCode != http2.ErrCodeNo {
+				t.Errorf("RST_STREAM %v, want NO_ERROR", r.ErrCode)
+			}
+			break
+		}
+	}
+	checkStats(t, pod, map[string]int64{"http2.tx_flush_timeout": 1, hcmName(pod, "downstream_rq_idle_timeout"): 0, "http2.tx_reset": 1, hcmName(pod, "downstream_rq_active"): 0})
+}

@@ -148,7 +148,8 @@ func (st *stream) touch() {
 // reset, which the codec sends as RST_STREAM NO_ERROR (codec_impl.cc reasonToReset: every
 // local reason but a refused stream and a CONNECT error).
 func (st *stream) onIdleTimeout() {
-	st.sc.h.RqIdleTimeout.Inc()
+	sc := st.sc
+	sc.h.RqIdleTimeout.Inc()
 	if !st.wroteHeader {
 		_ = st.respond(http.StatusRequestTimeout, "stream timeout")
 	} else {
@@ -235,7 +236,27 @@ var hopByHop = map[string]bool{"connection": true, "keep-alive": true, "proxy-co
 
 // reset sends RST_STREAM from outside a dispatch (a handler giving up, a timer) and drops
 // whatever the stream still had to send.
-func (st *stream) reset(code http2.ErrCode) {
+func (st *stream) reset(code http2.ErrCode) { st.resetBy(code, true) }
+
+// onFlushTimeout is the codec's flush timer: a response still not out is reset, by the codec
+// alone (codec_impl.cc StreamImpl::onPendingFlushTimer: http2.tx_flush_timeout, LocalReset,
+// no reset callbacks to the connection manager).
+func (st *stream) onFlushTimeout() {
+	sc := st.sc
+	sc.mu.Lock()
+	stuck := st.endPending && st.pending.Len() > 0 && !st.reset_ && !sc.closing
+	sc.mu.Unlock()
+	if !stuck {
+		return
+	}
+	sc.h.TxFlushTimeout.Inc()
+	st.resetBy(http2.ErrCodeNo, false)
+}
+
+// resetBy resets the stream; byHCM says the connection manager gave it up (and counts
+// downstream_rq_tx_reset), where the codec alone does for a stream the connection manager
+// has already finished (the flush timeout).
+func (st *stream) resetBy(code http2.ErrCode, byHCM bool) {
 	sc := st.sc
 	if st.flush != nil {
 		_ = st.flush.before(sc.ctx)
@@ -251,7 +272,9 @@ func (st *stream) reset(code http2.ErrCode) {
 	}
 	st.reset_, st.endPending = true, false
 	st.pendingDrop()
-	sc.h.RqTxReset.Inc() // ActiveStream::resetStream: the gateway gave the stream up
+	if byHCM {
+		sc.h.RqTxReset.Inc() // ActiveStream::resetStream: the gateway gave the stream up
+	}
 	sc.wmu.Lock()
 	if !sc.refusing() {
 		sc.h.TxReset.Inc()
@@ -294,6 +317,15 @@ func (st *stream) handlerDone() {
 		idle.Stop()
 	}
 	st.stopDurationTimer()
+	sc.mu.Lock()
+	stuck := st.endPending && st.pending.Len() > 0 && !st.reset_
+	sc.mu.Unlock()
+	if d := sc.cfg.StreamIdleTimeout; stuck && d > 0 {
+		// The connection manager is done with the stream, and the codec holds the rest of
+		// the response for the client's window: its flush timer (stream_flush_timeout, by
+		// default stream_idle_timeout) starts (StreamImpl::encodeDataHelper, local_end_stream_).
+		time.AfterFunc(d, st.onFlushTimeout)
+	}
 	// Request bytes still held back are given back to the connection, as nghttp2 does for a
 	// closed stream.
 	sc.consume(nil, held, false)

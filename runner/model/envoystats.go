@@ -27,7 +27,7 @@ type HCMStats struct {
 	// codec stats (http2.*)
 	RxReset, TxReset, Refused, RxMessagingError, GoAwayFinal, Trailers, HeaderOverflow *Stat
 	OutboundFlood, OutboundControlFlood, InboundEmptyFlood, InboundPriorityFlood       *Stat
-	InboundWindowUpdateFlood                                                           *Stat
+	InboundWindowUpdateFlood, TxFlushTimeout                                           *Stat
 	// the lab's additions (igwlab.*): detail only, no call rests on them
 	GoAwaySent, DrainStarted, JwtDenied, AccessLogged *Stat
 }
@@ -64,6 +64,7 @@ func NewHCMStats(st *Store, px, la string) *HCMStats {
 	s.Refused = PlainStat(st, Counter, "http2.stream_refused_errors")
 	s.RxMessagingError = PlainStat(st, Counter, "http2.rx_messaging_error")
 	s.Trailers = PlainStat(st, Counter, "http2.trailers")
+	s.TxFlushTimeout = PlainStat(st, Counter, "http2.tx_flush_timeout")
 	s.HeaderOverflow = PlainStat(st, Counter, "http2.header_overflow")
 	s.OutboundFlood = PlainStat(st, Counter, "http2.outbound_flood")
 	s.OutboundControlFlood = PlainStat(st, Counter, "http2.outbound_control_flood")
