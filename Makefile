@@ -30,8 +30,8 @@ test: vet ## unit tests, then the end-to-end local suites and the conformance ti
 	$(GO) test -count=1 -timeout 15m ./runner/cli
 	$(MAKE) --no-print-directory test-h2spec
 
-# The build the pool's cost is compared with: a git ref (tag bench-base marks the last build
-# before the HTTP/2 codec split).
+# The build the pool's cost is compared with: a git ref (tag bench-base where it was made; in a
+# clone without it, HEAD: what the working tree changes).
 BENCH_BASE ?= bench-base
 
 # The simulated target's speed: a 40-pod x 4-worker pool at 150,000 requests a second over
