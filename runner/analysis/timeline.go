@@ -213,21 +213,35 @@ func ratio(a, b float64) float64 {
 }
 
 // balance finds the first time after the first event when the active connections spread over
-// the pods that exist is within chance for their number, two samples in a row.
+// the pods that exist is within chance for their number, two samples in a row, once the pool
+// has placed at least one connection since the event and, after a scale-out, the new pods hold
+// one: until then the spread is the placement from before it, and with fewer connections than
+// pods any spread passes for chance (three connections that never reach the three new pods of
+// six are "within chance").
 func (o *OverTime) balance(samples []Sample, from time.Duration) {
+	isNew := map[string]bool{}
+	for _, n := range o.NewPods {
+		isNew[n] = true
+	}
 	streak := 0
+	placed := 0.0
 	for _, s := range samples {
 		if s.Elapsed < from {
 			continue
 		}
 		var cx []float64
-		total := 0.0
-		for _, p := range s.Pods {
+		total, onNew := 0.0, 0.0
+		for n, p := range s.Pods {
 			cx = append(cx, p.CxActive)
 			total += p.CxActive
+			placed += p.NewCx
+			if isNew[n] {
+				onNew += p.CxActive
+			}
 		}
+		reached := len(isNew) == 0 || onNew > 0
 		ok := false
-		if k := int(math.Round(total)); k > 0 && len(cx) > 1 {
+		if k := int(math.Round(total)); k > 0 && len(cx) > 1 && placed > 0 && reached {
 			verdict, _ := Chance(k, len(cx)).Judge(CV(cx))
 			ok = verdict != MoreConcentrated
 		}
