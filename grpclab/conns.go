@@ -68,11 +68,7 @@ func dialConns(o Options) (*clientConns, error) {
 			target = o.Target
 			if len(o.Addresses) > 0 {
 				r := manual.NewBuilderWithScheme("igwlab")
-				st := resolver.State{}
-				for _, a := range o.Addresses {
-					st.Addresses = append(st.Addresses, resolver.Address{Addr: a})
-				}
-				r.InitialState(st)
+				r.InitialState(stateOf(o.Addresses))
 				if o.Names != nil {
 					cs.resolveAgain(r, o.Names)
 				}
@@ -122,12 +118,8 @@ func (cs *clientConns) resolveAgain(r *manual.Resolver, n *Names) {
 			}
 			name.Resolved(time.Now())
 			cs.mu.Unlock()
-			st := resolver.State{}
-			for _, a := range n.Resolve() {
-				st.Addresses = append(st.Addresses, resolver.Address{Addr: a})
-			}
-			if len(st.Addresses) > 0 {
-				r.UpdateState(st)
+			if addrs := n.Resolve(); len(addrs) > 0 {
+				r.UpdateState(stateOf(addrs))
 			}
 		}))
 	}
@@ -242,4 +234,13 @@ func (cs *clientConns) prime(ctx context.Context, want int) error {
 		}
 	}
 	return nil
+}
+
+// stateOf is what a name resolves to: its addresses.
+func stateOf(addrs []string) resolver.State {
+	st := resolver.State{}
+	for _, a := range addrs {
+		st.Addresses = append(st.Addresses, resolver.Address{Addr: a})
+	}
+	return st
 }

@@ -232,16 +232,15 @@ func (c *Catalog) Feeds() Feeds { return c.FeedsIn(func(string) bool { return fa
 // merged in last where both did or neither did).
 func (c *Catalog) FeedsIn(ran func(name string) bool) Feeds {
 	best := map[Feed]*Scenario{}
-	rank := func(s *Scenario) int {
-		r := s.layer
-		if ran(s.Name) {
-			r += 1 << 20
+	before := func(s, prev *Scenario) bool { // s fills the role rather than prev
+		if sr, pr := ran(s.Name), ran(prev.Name); sr != pr {
+			return sr
 		}
-		return r
+		return s.layer > prev.layer
 	}
 	for _, s := range c.list {
 		for _, f := range s.Feeds {
-			if prev, ok := best[f]; !ok || rank(s) > rank(prev) {
+			if prev, ok := best[f]; !ok || before(s, prev) {
 				best[f] = s
 			}
 		}

@@ -244,7 +244,7 @@ func (st *stream) reset(code http2.ErrCode) { st.resetBy(code, true) }
 func (st *stream) onFlushTimeout() {
 	sc := st.sc
 	sc.mu.Lock()
-	stuck := st.endPending && st.pending.Len() > 0 && !st.reset_ && !sc.closing
+	stuck := st.stuckInCodec()
 	sc.mu.Unlock()
 	if !stuck {
 		return
@@ -317,15 +317,6 @@ func (st *stream) handlerDone() {
 		idle.Stop()
 	}
 	st.stopDurationTimer()
-	sc.mu.Lock()
-	stuck := st.endPending && st.pending.Len() > 0 && !st.reset_
-	sc.mu.Unlock()
-	if d := sc.cfg.StreamIdleTimeout; stuck && d > 0 {
-		// The connection manager is done with the stream, and the codec holds the rest of
-		// the response for the client's window: its flush timer (stream_flush_timeout, by
-		// default stream_idle_timeout) starts (StreamImpl::encodeDataHelper, local_end_stream_).
-		time.AfterFunc(d, st.onFlushTimeout)
-	}
 	// Request bytes still held back are given back to the connection, as nghttp2 does for a
 	// closed stream.
 	sc.consume(nil, held, false)
@@ -333,8 +324,21 @@ func (st *stream) handlerDone() {
 	st.handled = true
 	done := (st.ended || st.reset_ || sc.closing) && !st.released
 	st.released = st.released || done
+	stuck := st.stuckInCodec()
 	sc.mu.Unlock()
+	if d := sc.cfg.StreamIdleTimeout; stuck && d > 0 {
+		// The connection manager is done with the stream, and the codec holds the rest of
+		// the response for the client's window: its flush timer (stream_flush_timeout, by
+		// default stream_idle_timeout) starts (StreamImpl::encodeDataHelper, local_end_stream_).
+		time.AfterFunc(d, st.onFlushTimeout)
+	}
 	if done {
 		sc.streamDone(st)
 	}
+}
+
+// stuckInCodec says the whole response is with the codec and part of it still waits for the
+// client's window (under sc.mu).
+func (st *stream) stuckInCodec() bool {
+	return st.endPending && st.pending.Len() > 0 && !st.reset_ && !st.sc.closing
 }

@@ -185,16 +185,22 @@ func better(a, b *Row, closedLoop bool) bool {
 	if a.Ran != b.Ran {
 		return a.Ran
 	}
-	if lo, hi := math.Min(a.P99Ms, b.P99Ms), math.Max(a.P99Ms, b.P99Ms); lo > 0 && hi > 1.25*lo {
+	if apart(a.P99Ms, b.P99Ms, 1.25) {
 		return a.P99Ms < b.P99Ms
 	}
-	if lo, hi := math.Min(a.RPS, b.RPS), math.Max(a.RPS, b.RPS); closedLoop && lo > 0 && hi > 1.1*lo {
+	if closedLoop && apart(a.RPS, b.RPS, 1.1) {
 		return a.RPS > b.RPS
 	}
 	if math.Abs(a.BusyMax-b.BusyMax) > 0.05 {
 		return a.BusyMax < b.BusyMax
 	}
 	return a.cost() < b.cost()
+}
+
+// apart says two positive numbers differ by more than ratio, the larger over the smaller.
+func apart(a, b, ratio float64) bool {
+	lo, hi := math.Min(a, b), math.Max(a, b)
+	return lo > 0 && hi > ratio*lo
 }
 
 // cost is the reconnects a second a lever makes the clients pay: the connections the gateway
