@@ -248,13 +248,18 @@ func drainsText(r *Result) string {
 	return fmt.Sprintf("; the emulated gateway began %d drains", int(r.DrainsStarted))
 }
 
-// busyVs compares the hottest workers of two runs, or says that the target cannot tell: Envoy
-// has no per-worker busy-time stat.
+// busyVs compares the hottest workers of two runs, or says that the target cannot tell: Envoy's
+// only measure of a worker's busy time is its dispatcher stats, off unless the bootstrap turns
+// them on. Where the first run's pods export their loops' own signals, the call cites them.
 func busyVs(a, b Tier) string {
 	_, okA := a.Busy()
 	_, okB := b.Busy()
+	s := fmt.Sprintf("hottest worker %s busy vs %s", a.BusyText(), b.BusyText())
 	if !okA || !okB {
-		return "per-worker busy time: not measured on this target (Envoy exports none)"
+		s = "per-worker busy time: not measured on this target (Envoy measures it only with the bootstrap's enable_dispatcher_stats)"
 	}
-	return fmt.Sprintf("hottest worker %s busy vs %s", a.BusyText(), b.BusyText())
+	if a.Loop != "" {
+		s += "; its own stats: " + a.Loop
+	}
+	return s
 }

@@ -110,6 +110,11 @@ type Tier struct {
 	BusyMax      float64 `json:"busy_max,omitempty"`
 	BusyMean     float64 `json:"busy_mean,omitempty"`
 	HotWorker    string  `json:"hot_worker,omitempty"`
+	// Loop is what the workers' own stats say of the hottest (its event loop's busy share and
+	// iterations, watchdog misses: stats.LoopEvidence); LoopPegged that its loop never waited.
+	// Empty where the pods export none.
+	Loop       string `json:"loop,omitempty"`
+	LoopPegged bool   `json:"loop_pegged,omitempty"`
 }
 
 // Result is one scenario's measured outcome. Its JSON is the per-scenario entry of summary.json.
@@ -311,6 +316,16 @@ func tier(deltas []stats.Pod, window time.Duration) Tier {
 	if len(wcvs) > 0 {
 		t.WorkerCVMean = mean(wcvs)
 		_, t.WorkerCVMax = MinMax(wcvs)
+	}
+	rows := stats.LoopRows(deltas, window)
+	t.Loop, t.LoopPegged = stats.LoopEvidence(rows, window)
+	if len(busy) == 0 && len(rows) > 0 && rows[0].Busy >= 0 {
+		// Envoy's own measure of a worker's busy time: its dispatcher's loop durations.
+		t.BusyMeasured = true
+		for _, r := range rows {
+			busy = append(busy, r.Busy)
+		}
+		t.BusyMax, t.HotWorker = rows[0].Busy, fmt.Sprintf("%s/%s", rows[0].Pod, stats.WorkerName(rows[0].Worker))
 	}
 	t.BusyMean = mean(busy)
 	if k := int(math.Round(t.ConnectionsTotal)); len(deltas) > 1 {

@@ -253,7 +253,13 @@ func TestPrometheusSourceTellsConcentratedFromSpread(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts prometheus and drives load")
 	}
-	p := startPool(t)
+	// Dispatcher stats on: the workers' loops come through Prometheus too.
+	p, err := emulator.Start(emulator.Config{Pods: 6, Workers: 1, Seed: placementSeed, DispatcherStats: true, Model: emulator.DefaultModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	p.Apply(emulator.Setup{})
 	var targets []dashboard.ScrapeTarget
 	for _, pod := range p.Pods() {
 		u, _ := url.Parse(pod.AdminURL())
@@ -274,8 +280,9 @@ func TestPrometheusSourceTellsConcentratedFromSpread(t *testing.T) {
 		time.Sleep(time.Second)
 		hot := hotPod(p)
 		<-done
+		end := time.Now()
 		time.Sleep(2500 * time.Millisecond) // the scrapes after the load
-		src := PromSource{URL: api, Start: start, End: time.Now(), PodLabel: "pod", PodRegex: "istio-ingressgateway-.*"}
+		src := PromSource{URL: api, Start: start, End: end, PodLabel: "pod", PodRegex: "istio-ingressgateway-.*"}
 		w, err := src.Window(context.Background())
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
@@ -288,12 +295,15 @@ func TestPrometheusSourceTellsConcentratedFromSpread(t *testing.T) {
 		if c.verdict == FewConnections && r.HotPod != hot {
 			t.Errorf("%s: hot pod %s, the connection was on %s", c.name, r.HotPod, hot)
 		}
+		if want := map[string]string{FewConnections: hot + "/worker_0", AsChance: ""}[c.verdict]; r.Pegged != want {
+			t.Errorf("%s: pegged worker %q, want %q (%s)", c.name, r.Pegged, want, r.Loop)
+		}
 		if !strings.Contains(strings.Join(r.Notes, " "), "container_cpu_usage_seconds_total") {
 			t.Errorf("%s: no word on the missing CPU metrics: %v", c.name, r.Notes)
 		}
 	}
 	// A range before the pool existed has no gateway series.
-	_, err := PromSource{URL: api, Start: time.Now().Add(-3 * time.Hour), End: time.Now().Add(-2 * time.Hour), PodLabel: "pod", PodRegex: ".+"}.Window(context.Background())
+	_, err = PromSource{URL: api, Start: time.Now().Add(-3 * time.Hour), End: time.Now().Add(-2 * time.Hour), PodLabel: "pod", PodRegex: ".+"}.Window(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "has no gateway series") {
 		t.Errorf("empty range: %v", err)
 	}

@@ -70,6 +70,12 @@ type Report struct {
 	// CPU says, pod by pod, how its workers sit against its CPU limit and how often the kernel
 	// held it back (empty where the source read no CPU limits).
 	CPU []string `json:"cpu,omitempty"`
+	// Loop is what the workers' own stats show (their event loops' busy time and iterations,
+	// watchdog misses: stats.LoopEvidence), and Pegged the pod/worker whose loop never waited:
+	// direct evidence of a saturated worker, not an inference from busy CPU. Empty where the
+	// gateway exports none.
+	Loop   string `json:"worker_loop,omitempty"`
+	Pegged string `json:"pegged_worker,omitempty"`
 	// LoadBy says what the load's spread is judged by when it is not the requests that began
 	// in the window ("": the requests).
 	LoadBy string `json:"load_by,omitempty"`
@@ -172,6 +178,7 @@ func judge(w *Window) *Report {
 	r.Busy = busyText(w, r)
 	r.Streams = streamMix(w, r)
 	r.CPU, _ = cpuLines(w, r)
+	r.Loop, r.Pegged = loopText(w)
 	if r.Requests < minRequests && r.Streams != nil && r.Streams.LongLived && sum(sent) > 0 {
 		// Long-lived streams begin few requests: where their messages went is the load.
 		reqs = sent

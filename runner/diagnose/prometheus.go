@@ -37,7 +37,9 @@ type PromSource struct {
 // gatewayFamilies are the Envoy families diagnose reads, under Istio's names and Envoy's
 // default tags alike (stats.Normalize reads both).
 const gatewayFamilies = `envoy_http_downstream_(cx_total|cx_http2_total|cx_active|rq_total|rq_active|cx_max_requests_reached|cx_max_duration_reached|cx_drain_close|cx_destroy|cx_protocol_error|cx_length_ms_bucket|rq_max_duration_reached|cx_tx_bytes_total)` +
-	`|envoy_listener_worker_([0-9]+_)?downstream_cx_(total|active)|envoy_listener_downstream_cx_(total|active)|envoy_server_(concurrency|uptime)|envoy_listener_http_downstream_rq_completed`
+	`|envoy_listener_worker_([0-9]+_)?downstream_cx_(total|active)|envoy_listener_downstream_cx_(total|active)|envoy_server_(concurrency|uptime)|envoy_listener_http_downstream_rq_completed` +
+	// The workers' own signals (stats.WorkerLoop): watchdog misses, dispatcher histograms.
+	`|envoy_server_(worker_[0-9]+_)?watchdog_(mega_)?miss|envoy_listener_manager_(worker_[0-9]+_)?dispatcher_(loop_duration|poll_delay)_us_(bucket|sum)`
 
 // Window queries the range.
 func (p PromSource) Window(ctx context.Context) (*Window, error) {
@@ -163,6 +165,8 @@ func familyOf(name string) (string, string) {
 	switch {
 	case strings.HasSuffix(name, "_bucket"):
 		return strings.TrimSuffix(name, "_bucket"), "histogram"
+	case strings.HasSuffix(name, "_us_sum"): // a dispatcher histogram's sum
+		return strings.TrimSuffix(name, "_sum"), "histogram"
 	case strings.HasSuffix(name, "_active") || name == "envoy_server_concurrency":
 		return name, "gauge"
 	}

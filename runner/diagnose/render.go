@@ -84,6 +84,9 @@ func WriteText(w io.Writer, r *Report) {
 	for _, c := range r.CPU {
 		fmt.Fprintf(w, "cpu          %s\n", c)
 	}
+	if r.Loop != "" {
+		fmt.Fprintf(w, "worker loop  %s\n", r.Loop)
+	}
 	for _, n := range r.NoEffect {
 		fmt.Fprintf(w, "no effect    %s\n", n)
 	}

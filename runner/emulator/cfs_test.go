@@ -39,7 +39,7 @@ func workersUnder(q *cpuQuota, n int) []*Worker {
 	clock := NewClock()
 	ws := make([]*Worker, n)
 	for i := range ws {
-		ws[i] = newWorker(i, clock, q, NewStore(), "lis")
+		ws[i] = newWorker(i, clock, q, NewStore(), "lis", false)
 	}
 	return ws
 }

@@ -125,7 +125,7 @@ func TestClosedConnectionCostsNothingMore(t *testing.T) {
 // Dropping a connection's work moves the work queued behind it earlier and leaves work under way
 // alone.
 func TestWorkerDrop(t *testing.T) {
-	w := newWorker(0, NewClock(), nil, NewStore(), "lis")
+	w := newWorker(0, NewClock(), nil, NewStore(), "lis", false)
 	a, b := &serverConn{}, &serverConn{}
 	first := w.Book(a, 300*time.Millisecond) // under way at once
 	w.Book(a, time.Second)

@@ -112,7 +112,7 @@ func (p *Pod) build(cfg *listenerConfig) {
 		p.quota = newCPUQuota(pl.cfg.cpuLimit(), pl.cfg.cpuRequest())
 	}
 	for i := 0; i < workers; i++ {
-		p.workers = append(p.workers, newWorker(i, pl.clock, p.quota, p.store, p.listenerAddr))
+		p.workers = append(p.workers, newWorker(i, pl.clock, p.quota, p.store, p.listenerAddr, pl.cfg.DispatcherStats))
 	}
 	p.hcm = newHCM(p)
 	p.clusters = map[string]*cluster{}

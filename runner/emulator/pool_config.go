@@ -58,6 +58,10 @@ type Config struct {
 	// millicores. A limit of 0 is the lab's, one core per worker (the lab sets request = limit
 	// = concurrency); a negative one is none. A request of 0 is the limit.
 	CPULimit, CPURequest int64
+	// DispatcherStats is the bootstrap's enable_dispatcher_stats: each worker's event-loop
+	// histograms (listener_manager.worker_<id>.dispatcher.*). Off by default, as Istio leaves it;
+	// Envoy reads it at start, so it is the pods' and not a scenario's.
+	DispatcherStats bool
 }
 
 // cpuLimit is the CFS limit each gateway pod runs under, in millicores (0: none).

@@ -29,9 +29,10 @@ type Worker struct {
 	*model.WorkerStats
 }
 
-func newWorker(id int, clock *Clock, quota *cpuQuota, st *Store, listenerAddr string) *Worker {
+func newWorker(id int, clock *Clock, quota *cpuQuota, st *Store, listenerAddr string, dispatcherStats bool) *Worker {
 	w := &Worker{ID: id, clock: clock, q: model.NewWorkerQ(quota), retimed: make(chan struct{})}
 	w.WorkerStats = model.NewWorkerStats(st, listenerAddr, id, w.busyTime)
+	model.WatchLoop(st, id, w.q, time.Now(), dispatcherStats, time.Now, &w.mu)
 	return w
 }
 

@@ -4,7 +4,11 @@ package model
 // socket emulator's pods and the simulator's: a connection manager's, a listener's and its
 // workers', an upstream cluster's, and the server's own.
 
-import "strconv"
+import (
+	"strconv"
+	"sync"
+	"time"
+)
 
 // HCMStats are a pod's HTTP connection manager stats (http.<prefix>;), its listener's, and
 // the HTTP/2 codec's (http2.*).
@@ -165,4 +169,51 @@ func (s *HCMStats) Charge(status int) {
 	case status >= 200:
 		s.Rq2xx.Inc()
 	}
+}
+
+// LoopStats are a worker thread's own signals: the guard dog's per-thread counters, named
+// after the thread (server.worker_<id>.watchdog_miss, watchdog_mega_miss: GuardDogImpl::
+// WatchedDog; Istio's bootstrap tag "thread_name", regex ^server(\.(.+))\.watchdog, makes them
+// envoy_server_watchdog_miss{thread_name="worker_0"}), and, where the bootstrap sets
+// enable_dispatcher_stats, its dispatcher's histograms in microseconds under the listener
+// manager's scope (listener_manager.worker_<id>.dispatcher.loop_duration_us, poll_delay_us:
+// ListenerManagerImpl::startWorkers, WorkerImpl::initializeStats, DispatcherImpl::
+// initializeStats; Istio extracts no tag from them). The guard dog's totals (workers.
+// watchdog_miss) are not kept: Istio's default stats matcher drops them.
+type LoopStats struct {
+	Miss, MegaMiss          *Stat
+	LoopDuration, PollDelay *Stat // nil without dispatcher stats
+}
+
+// NewLoopStats creates them in st for worker id.
+func NewLoopStats(st *Store, id int, dispatcherStats bool) *LoopStats {
+	w := "worker_" + strconv.Itoa(id)
+	thread := []Label{{"thread_name", w}}
+	s := &LoopStats{Miss: st.get(Counter, "server."+w+".watchdog_miss", "server.watchdog_miss", thread),
+		MegaMiss: st.get(Counter, "server."+w+".watchdog_mega_miss", "server.watchdog_mega_miss", thread)}
+	if dispatcherStats {
+		s.LoopDuration = PlainStat(st, Hist, "listener_manager."+w+".dispatcher.loop_duration_us")
+		s.PollDelay = PlainStat(st, Hist, "listener_manager."+w+".dispatcher.poll_delay_us")
+	}
+	return s
+}
+
+// WatchLoop gives worker id's queue q its event loop, from start, and the loop's signals in
+// st; now is the pool's clock and lock (nil: none) what serialises q. Before anyone reads st the
+// loop is brought up to now, so an idle worker's stats move as Envoy's do.
+func WatchLoop(st *Store, id int, q *WorkerQ, start time.Time, dispatcherStats bool, now func() time.Time, lock sync.Locker) {
+	s := NewLoopStats(st, id, dispatcherStats)
+	q.SetLoop(NewEventLoop(start, 0, 0, s.LoopDuration, s.PollDelay))
+	signals := func() (miss, megaMiss int64) {
+		if lock != nil {
+			lock.Lock()
+			defer lock.Unlock()
+		}
+		t := now()
+		l, running := q.LoopAt(t)
+		return l.Misses(t, running)
+	}
+	s.Miss.SetRead(func() int64 { m, _ := signals(); return m })
+	s.MegaMiss.SetRead(func() int64 { _, mm := signals(); return mm })
+	st.BeforeRead(func() { signals() })
 }

@@ -130,6 +130,16 @@ type Store struct {
 	mu     sync.RWMutex
 	stats  []*Stat
 	byName map[string]*Stat
+	// before are run as All begins: stats kept from a worker's clock (its event loop's) are
+	// brought up to now before anyone reads them.
+	before []func()
+}
+
+// BeforeRead runs f each time the stats are read, before they are.
+func (st *Store) BeforeRead(f func()) {
+	st.mu.Lock()
+	st.before = append(st.before, f)
+	st.mu.Unlock()
 }
 
 // NewStore returns an empty store.
@@ -173,6 +183,12 @@ func (st *Store) Histogram(name, tagged string, labels ...Label) *Stat {
 
 // All returns the stats sorted by name.
 func (st *Store) All() []*Stat {
+	st.mu.RLock()
+	before := st.before
+	st.mu.RUnlock()
+	for _, f := range before {
+		f()
+	}
 	st.mu.RLock()
 	out := append([]*Stat(nil), st.stats...)
 	st.mu.RUnlock()

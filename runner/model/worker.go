@@ -22,6 +22,8 @@ type WorkerQ struct {
 	busyUntil time.Time
 	booked    time.Duration // all work ever booked and not dropped
 	queue     []*Item       // booked work not yet done, in the order the worker does it
+	// loop, when set, is told of each piece of work as it is done (the worker's own signals).
+	loop *EventLoop
 }
 
 // Item is one piece of booked work.
@@ -63,10 +65,16 @@ func (w *WorkerQ) Book(now time.Time, owner any, d time.Duration, it *Item) *Ite
 	return it
 }
 
+// SetLoop makes loop follow the work this worker does.
+func (w *WorkerQ) SetLoop(loop *EventLoop) { w.loop = loop }
+
 // prune forgets the work already done.
 func (w *WorkerQ) prune(now time.Time) {
 	i := 0
 	for i < len(w.queue) && !w.queue[i].End.After(now) {
+		if w.loop != nil {
+			w.loop.Done(w.queue[i])
+		}
 		w.queue[i] = nil
 		i++
 	}
@@ -111,6 +119,24 @@ func (w *WorkerQ) Drop(now time.Time, owner any) time.Duration {
 	w.booked -= freed
 	w.busyUntil = latest(prevEnd, now)
 	return freed
+}
+
+// LoopAt brings the worker's event loop up to now and returns it with the work under way (nil:
+// none), for reading its signals; nil without a loop.
+func (w *WorkerQ) LoopAt(now time.Time) (*EventLoop, *Item) {
+	if w.loop == nil {
+		return nil, nil
+	}
+	w.prune(now)
+	var next, running *Item
+	if len(w.queue) > 0 {
+		next = w.queue[0]
+		if !next.Start.After(now) {
+			running = next
+		}
+	}
+	w.loop.Advance(now, next)
+	return w.loop, running
 }
 
 // Pending is the booked work not yet done, in the order the worker does it.

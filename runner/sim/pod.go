@@ -116,6 +116,7 @@ func (pod *Pod) start(cfg *model.Listener) {
 	for i := 0; i < workers; i++ {
 		w := &worker{pod: pod, id: i, q: model.NewWorkerQ(pod.quota)}
 		w.st = model.NewWorkerStats(pod.store, pod.listenerAddr(), i, func() int64 { return int64(w.q.Busy(p.Sim.Now())) })
+		model.WatchLoop(pod.store, i, w.q, now, p.cfg.DispatcherStats, p.Sim.Now, nil)
 		pod.workers = append(pod.workers, w)
 	}
 	pod.clusters = map[string]*model.ClusterStats{}

@@ -26,6 +26,8 @@ type Config struct {
 	// CPULimit and CPURequest are the gateway container's, in millicores (0: the workers' cores;
 	// CPULimit -1: none).
 	CPULimit, CPURequest int64
+	// DispatcherStats is the bootstrap's enable_dispatcher_stats (emulator.Config's).
+	DispatcherStats bool
 	// JWTVerify is what one RS256 verification costs a worker (the socket emulator times its
 	// own at start; the simulator takes a fixed one).
 	JWTVerify time.Duration

@@ -229,6 +229,9 @@ type Pod struct {
 	WorkerCx     map[int]float64 `json:"worker_cx_total"`
 	WorkerActive map[int]float64 `json:"worker_cx_active"`
 	WorkerBusyNs map[int]float64 `json:"worker_busy_ns,omitempty"`
+	// Loops are the workers' own signals (watchdog misses, dispatcher histograms); nil where
+	// the page has none.
+	Loops map[int]WorkerLoop `json:"worker_loops,omitempty"`
 
 	UpCxTotal       float64 `json:"upstream_cx_total"`
 	UpRqTotal       float64 `json:"upstream_rq_total"`
@@ -287,6 +290,7 @@ func Extract(s Snapshot, n Names) Pod {
 	p.WorkerCx = s.WorkerSeries("downstream_cx_total", n.Listener)
 	p.WorkerActive = s.WorkerSeries("downstream_cx_active", n.Listener)
 	p.WorkerBusyNs = s.LabelIntValues(emulatorPrefix+"worker_busy_ns", "worker")
+	p.Loops = s.WorkerLoops()
 	p.UpCxTotal = get("envoy_cluster_upstream_cx_total", c)
 	p.UpRqTotal = get("envoy_cluster_upstream_rq_total", c)
 	p.PendingActive = get("envoy_cluster_upstream_rq_pending_active", c)
@@ -368,6 +372,7 @@ func Delta(pre, post Pod) (d Pod, restarted bool) {
 	d.LCxTotal = sub(pre.LCxTotal, post.LCxTotal)
 	d.WorkerCx = subMap(pre.WorkerCx, post.WorkerCx, &restarted)
 	d.WorkerBusyNs = subMap(pre.WorkerBusyNs, post.WorkerBusyNs, &restarted)
+	d.Loops = subLoops(pre.Loops, post.Loops, &restarted)
 	d.RqTime = post.RqTime.Sub(pre.RqTime)
 	d.CxLength = post.CxLength.Sub(pre.CxLength)
 	if !pre.Present {

@@ -6,6 +6,7 @@ package stats
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -204,7 +205,10 @@ func (s Snapshot) Histogram(name string, want Labels) Buckets {
 		}
 		b.Count += float64(h.GetSampleCount())
 		b.Sum += h.GetSampleSum()
-		for i, bk := range h.GetBucket() {
+		// In bound order: a page rebuilt from a Prometheus query lists the buckets as the
+		// query returned the series, sorted by the le label as text ("1000" before "25").
+		bks := slices.SortedFunc(slices.Values(h.GetBucket()), func(x, y *dto.Bucket) int { return cmp.Compare(x.GetUpperBound(), y.GetUpperBound()) })
+		for i, bk := range bks {
 			if i >= len(b.Bounds) {
 				b.Bounds = append(b.Bounds, bk.GetUpperBound())
 				b.Cum = append(b.Cum, 0)

@@ -76,3 +76,17 @@ func TestDiscoverWithoutGatewayStats(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A page rebuilt from a Prometheus query lists a histogram's buckets in the order the query
+// returned the series, by the le label as text; the quantiles read them in bound order.
+func TestHistogramBucketsInBoundOrder(t *testing.T) {
+	page := "# TYPE h histogram\nh_bucket{le=\"+Inf\"} 10\nh_bucket{le=\"1000\"} 10\nh_bucket{le=\"25\"} 5\nh_count 10\nh_sum 100\n"
+	s, err := ParseSnapshot("p", time.Now(), []byte(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s.Histogram("h", nil)
+	if q := b.Quantile(0.5); q != 25 {
+		t.Errorf("p50 %v of buckets %v, want 25", q, b.Bounds)
+	}
+}

@@ -25,7 +25,7 @@ type PoolFlags struct {
 	serviceTime, perKiB, connCost, drainTime         time.Duration
 	balance, codec, envoy                            string
 	seed                                             uint64
-	tls                                              bool
+	tls, dispatcherStats                             bool
 	rtt, clientRTT, upstreamRTT                      time.Duration
 	memoryLimit, streamMemory                        string
 	cpuLimit, cpuRequest                             string
@@ -65,6 +65,7 @@ func (p *PoolFlags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&p.memoryLimit, "memory-limit", Quantity(emulator.DefaultMemoryLimit), "each gateway pod's container memory limit (16Mi..1Ti, or none): past it the pod is OOM-killed and restarted, as Kubernetes does (the Istio gateway chart's default)")
 	fs.StringVar(&p.cpuLimit, "cpu-limit", "", "each gateway pod's container CPU limit (cores such as 2, or 1500m; 0.1..64, or none), enforced as the kernel's CFS quota per 100 ms period; default: one core per worker, as the lab sets it")
 	fs.StringVar(&p.cpuRequest, "cpu-request", "", "each gateway pod's container CPU request (0.1..64, at most the limit); default: the limit")
+	fs.BoolVar(&p.dispatcherStats, "dispatcher-stats", false, "the bootstrap's enable_dispatcher_stats: each worker's event-loop histograms (listener_manager.worker_<id>.dispatcher.loop_duration_us, poll_delay_us); off by default, as Istio leaves it")
 	fs.StringVar(&p.streamMemory, "stream-memory", Quantity(emulator.DefaultStreamMemory), "what each stream a gateway pod holds counts against its limit, besides its headers and buffers (1Ki..16Mi; an estimate: Envoy publishes none)")
 }
 
@@ -158,7 +159,7 @@ func (p *PoolFlags) ConfigWithin(maxPods, maxWorkers int) (emulator.Config, erro
 		maxWorkers = emulator.MaxWorkers
 	}
 	c := emulator.Config{Pods: p.pods, Workers: p.concurrency, WaypointPods: p.waypointPods,
-		WaypointWorkers: p.waypointWorkers, Balance: p.balance, Seed: p.seed, TLS: p.tls,
+		WaypointWorkers: p.waypointWorkers, Balance: p.balance, Seed: p.seed, TLS: p.tls, DispatcherStats: p.dispatcherStats,
 		ListenerDrainTime: p.drainTime, Codec: p.codec, Envoy: p.envoy,
 		Model: emulator.Model{ServiceTime: p.serviceTime, PerKiB: p.perKiB, ConnCost: p.connCost, PerFrame: p.perFrame}}
 	for _, f := range []struct {

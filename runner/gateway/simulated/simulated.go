@@ -66,6 +66,7 @@ func Config(c emulator.Config) (sim.Config, error) {
 	}
 	s := sim.Defaults
 	s.Pods, s.Workers, s.WaypointPods, s.WaypointWorkers = c.Pods, c.Workers, c.WaypointPods, c.WaypointWorkers
+	s.DispatcherStats = c.DispatcherStats
 	if c.Model != (model.Cost{}) {
 		s.Cost = c.Model
 	}
