@@ -103,7 +103,17 @@ var wantPanels = []wantPanel{
 		{`sum by (pod) (envoy_http_downstream_rq_active{http_conn_manager_prefix="$hcm", pod=~"$pod"})`, "in flight {{pod}}"},
 		{`sum by (pod) (rate(envoy_http_downstream_rq_max_duration_reached{http_conn_manager_prefix="$hcm", pod=~"$pod"}[1m]))`, "ended {{pod}}"},
 	}},
-	{"Worker busy ratio (local emulated pool)", "timeseries", "percentunit", "The emulator's per-worker busy time. On a real gateway use per-thread CPU instead; Envoy does not export it.", []wantTarget{
+	{"Worker event loop: share of time in callbacks (dispatcher stats)", "timeseries", "percentunit", "Envoy's own measure of a worker's busy time: the sum of its event loop's iterations (listener_manager.worker_N.dispatcher.loop_duration_us, each from the poll's return to the next poll) per second. Near 100% the worker never waits for I/O: it is pegged. Needs the bootstrap's enable_dispatcher_stats (the lab turns it on with Istio's bootstrap override).", []wantTarget{
+		{`rate(label_replace({__name__=~"envoy_listener_manager_worker_[0-9]+_dispatcher_loop_duration_us_sum", pod=~"$pod"}, "worker", "$1", "__name__", "envoy_listener_manager_worker_([0-9]+)_dispatcher_loop_duration_us_sum")[1m:5s]) / 1e6`, "{{pod}} worker {{worker}}"},
+	}},
+	{"Worker event loop iterations, p99 (dispatcher stats)", "timeseries", "ms", "How long one pass of each worker's loop takes: everything that was ready when its poll returned. A saturated worker's iterations grow with its backlog, an idle one's stay near zero. Poll delay, the loop's other histogram, shows the kernel or the CPU limit holding a thread back, not a busy loop.", []wantTarget{
+		{`histogram_quantile(0.99, sum by (pod, worker, le) (rate(label_replace({__name__=~"envoy_listener_manager_worker_[0-9]+_dispatcher_loop_duration_us_bucket", pod=~"$pod"}, "worker", "$1", "__name__", "envoy_listener_manager_worker_([0-9]+)_dispatcher_loop_duration_us_bucket")[1m:5s]))) / 1000`, "{{pod}} worker {{worker}}"},
+	}},
+	{"Watchdog misses per worker", "timeseries", "none", "server.worker_N.watchdog_miss (mega_miss): the guard dog found the worker's loop untouched for a whole check interval (200 ms, 1 s by default): one callback held the thread. On by default in every Envoy.", []wantTarget{
+		{`sum by (pod, thread_name) (increase(envoy_server_watchdog_miss{pod=~"$pod", thread_name=~"worker_.*"}[5m]))`, "miss {{pod}} {{thread_name}}"},
+		{`sum by (pod, thread_name) (increase(envoy_server_watchdog_mega_miss{pod=~"$pod", thread_name=~"worker_.*"}[5m]))`, "mega miss {{pod}} {{thread_name}}"},
+	}},
+	{"Worker busy ratio (local emulated pool)", "timeseries", "percentunit", "The emulator's per-worker busy time. On a real gateway the event-loop panels above are Envoy's own measure of it, with dispatcher stats on.", []wantTarget{
 		{`rate(envoy_igwlab_worker_busy_ns{pod=~"$pod"}[1m]) / 1e9`, "{{pod}} worker {{worker}}"},
 	}},
 }

@@ -145,9 +145,28 @@ var Panels = []Panel{
 			q(`sum by (pod) (envoy_http_downstream_rq_active{`+H+`})`, "in flight {{pod}}"),
 			q(`sum by (pod) (rate(envoy_http_downstream_rq_max_duration_reached{`+H+`}[1m]))`, "ended {{pod}}"),
 		}},
+	{Title: "Worker event loop: share of time in callbacks (dispatcher stats)", Unit: "percentunit",
+		Description: "Envoy's own measure of a worker's busy time: the sum of its event loop's iterations (listener_manager.worker_N.dispatcher.loop_duration_us, each from the poll's return to the next poll) per second. Near 100% the worker never waits for I/O: it is pegged. Needs the bootstrap's enable_dispatcher_stats (the lab turns it on with Istio's bootstrap override).",
+		Targets:     []Target{q(`rate(`+loopSeries("_sum")+`[1m:5s]) / 1e6`, "{{pod}} worker {{worker}}")}},
+	{Title: "Worker event loop iterations, p99 (dispatcher stats)", Unit: "ms",
+		Description: "How long one pass of each worker's loop takes: everything that was ready when its poll returned. A saturated worker's iterations grow with its backlog, an idle one's stay near zero. Poll delay, the loop's other histogram, shows the kernel or the CPU limit holding a thread back, not a busy loop.",
+		Targets:     []Target{q(`histogram_quantile(0.99, sum by (pod, worker, le) (rate(`+loopSeries("_bucket")+`[1m:5s]))) / 1000`, "{{pod}} worker {{worker}}")}},
+	{Title: "Watchdog misses per worker", Unit: "none",
+		Description: "server.worker_N.watchdog_miss (mega_miss): the guard dog found the worker's loop untouched for a whole check interval (200 ms, 1 s by default): one callback held the thread. On by default in every Envoy.",
+		Targets: []Target{
+			q(`sum by (pod, thread_name) (increase(envoy_server_watchdog_miss{pod=~"$pod", thread_name=~"worker_.*"}[5m]))`, "miss {{pod}} {{thread_name}}"),
+			q(`sum by (pod, thread_name) (increase(envoy_server_watchdog_mega_miss{pod=~"$pod", thread_name=~"worker_.*"}[5m]))`, "mega miss {{pod}} {{thread_name}}"),
+		}},
 	{Title: "Worker busy ratio (local emulated pool)", Unit: "percentunit", LocalOnly: true,
-		Description: "The emulator's per-worker busy time. On a real gateway use per-thread CPU instead; Envoy does not export it.",
+		Description: "The emulator's per-worker busy time. On a real gateway the event-loop panels above are Envoy's own measure of it, with dispatcher stats on.",
 		Targets:     []Target{q(`rate(envoy_igwlab_worker_busy_ns{pod=~"$pod"}[1m]) / 1e9`, "{{pod}} worker {{worker}}")}},
+}
+
+// loopSeries selects every worker's loop_duration_us series of one suffix, with the worker,
+// which Istio leaves in the name, as a label.
+func loopSeries(suffix string) string {
+	name := "envoy_listener_manager_worker_([0-9]+)_dispatcher_loop_duration_us" + suffix
+	return `label_replace({__name__=~"` + strings.Replace(name, "([0-9]+)", "[0-9]+", 1) + `", pod=~"$pod"}, "worker", "$1", "__name__", "` + name + `")`
 }
 
 // Variable is one of the dashboard's template variables besides the data source: either a

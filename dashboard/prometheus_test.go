@@ -25,7 +25,7 @@ func TestDashboardAgainstRealPrometheus(t *testing.T) {
 		t.Skip("starts prometheus and a local pool")
 	}
 	const pods = 6
-	l, err := local.NewLocal(emulator.Config{Pods: pods, Workers: 2, WaypointPods: 3, TLS: true})
+	l, err := local.NewLocal(emulator.Config{Pods: pods, Workers: 2, WaypointPods: 3, TLS: true, DispatcherStats: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,22 @@ type IngressGateway struct {
 	Headless *corev1.Service
 	// ProxyConfig is the pod annotation proxy.istio.io/config.
 	ProxyConfig string
+	// Bootstrap is the bootstrap override the pods start with (GatewayBootstrap).
+	Bootstrap *corev1.ConfigMap
 }
+
+// BootstrapOverride is what the gateway's Envoy bootstrap adds to Istio's: each worker's
+// dispatcher stats (listener_manager.worker_N.dispatcher.loop_duration_us, poll_delay_us), the
+// nearest thing Envoy has to per-worker CPU. Istio has no ProxyConfig field for it; its
+// injection templates mount the ConfigMap the pod annotation sidecar.istio.io/bootstrapOverride
+// names and set ISTIO_BOOTSTRAP_OVERRIDE, pilot-agent hands the file to Envoy as --config-yaml
+// (pkg/envoy/proxy.go, envoy.args), and Envoy merges it into the bootstrap
+// (InstanceUtil::loadBootstrapConfig, MergeFrom). Istio's default stats matcher keeps the
+// listener_manager and server prefixes, so the histograms and the watchdog counters pass.
+const BootstrapOverride = `{"enable_dispatcher_stats": true}`
+
+// BootstrapOverrideKey is the ConfigMap key Istio's injection templates read.
+const BootstrapOverrideKey = "custom_bootstrap.json"
 
 // StatsInclusions are the proxyStatsMatcher regexes the gateway needs: Istio's default matcher
 // drops listener, HCM and most cluster stats, including the per-worker ones this lab is about.
@@ -107,7 +122,17 @@ func NewIngressGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts
 			"limits":   pulumi.Map{"cpu": pulumi.String(args.CPULimit.String()), "memory": pulumi.String(gatewayMemLimit)},
 		},
 	}
-	annotations := pulumi.Map{"proxy.istio.io/config": pulumi.String(c.ProxyConfig)}
+	// The pods mount the override, so it exists before the release creates them.
+	c.Bootstrap, err = corev1.NewConfigMap(ctx, "gateway-bootstrap", &corev1.ConfigMapArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(GatewayBootstrap), Namespace: c.Namespace.Metadata.Name().Elem(),
+			Labels: pulumi.StringMap{LabPartOf: pulumi.String(LabName)}},
+		Data: pulumi.StringMap{BootstrapOverrideKey: pulumi.String(BootstrapOverride)},
+	}, child(c, opts)...)
+	if err != nil {
+		return nil, err
+	}
+	annotations := pulumi.Map{"proxy.istio.io/config": pulumi.String(c.ProxyConfig),
+		"sidecar.istio.io/bootstrapOverride": pulumi.String(GatewayBootstrap)}
 	args.Rollout.chartValues(values, annotations)
 	values["podAnnotations"] = annotations
 	if args.Install {
@@ -117,7 +142,7 @@ func NewIngressGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts
 			Name: pulumi.String(GatewayRelease), Chart: src, Version: pulumi.String(args.Version),
 			Namespace:      c.Namespace.Metadata.Name().Elem(),
 			RepositoryOpts: repo, Values: withPlatform(values, args.Platform), Timeout: pulumi.Int(600), SkipAwait: releaseAwait(args.SkipAwait),
-		}, child(c, opts, dependsOn(args.Istio.Istiod, args.Istio.Ztunnel, c.Namespace), optional(args.Check))...)
+		}, child(c, opts, dependsOn(args.Istio.Istiod, args.Istio.Ztunnel, c.Namespace, c.Bootstrap), optional(args.Check))...)
 		if err != nil {
 			return nil, err
 		}

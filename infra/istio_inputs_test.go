@@ -45,6 +45,10 @@ func TestIstioInputs(t *testing.T) {
 		switch r.TypeToken {
 		case "kubernetes:networking.istio.io/v1:Gateway", "kubernetes:networking.istio.io/v1:VirtualService", "kubernetes:core/v1:Service":
 			objects = append(objects, r.Inputs.Mappable())
+		case "kubernetes:core/v1:ConfigMap":
+			if r.Name == "gateway-bootstrap" { // the gateway's bootstrap override
+				objects = append(objects, r.Inputs.Mappable())
+			}
 		}
 	}
 	ra := s11.find("kubernetes:security.istio.io/v1:RequestAuthentication", "request-authentication-11-realistic-filters")

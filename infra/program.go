@@ -33,6 +33,8 @@ const (
 	// ready gateway pod's address, which a gRPC client's round_robin keeps a connection to each
 	// of (scenario 20-grpc-round-robin), past the L4 balancer.
 	GatewayHeadless = "istio-ingressgateway-headless"
+	// GatewayBootstrap is the ConfigMap of the gateway's bootstrap override (BootstrapOverride).
+	GatewayBootstrap = "istio-ingressgateway-bootstrap"
 	WaypointName    = "igw-test-waypoint"
 	// WaypointSelector finds the waypoint's pods: istiod labels the Deployment it makes for a
 	// Gateway with the Gateway's name.

@@ -376,3 +376,27 @@ func TestExistingClusterAndRenderMode(t *testing.T) {
 		}
 	}
 }
+
+// The gateway's pods start with the bootstrap override that turns on each worker's dispatcher
+// stats: the ConfigMap exists before the release that mounts it, under the key Istio's
+// injection templates read, and the pod annotation names it.
+func TestGatewayBootstrapOverride(t *testing.T) {
+	m := run(t, func(c *Config) {})
+	cm := m.find("kubernetes:core/v1:ConfigMap", "gateway-bootstrap")
+	if cm == nil {
+		t.Fatal("no bootstrap override ConfigMap")
+	}
+	meta := cm.Inputs["metadata"].ObjectValue()
+	if meta["name"].StringValue() != GatewayBootstrap || meta["namespace"].StringValue() != GatewayNamespace {
+		t.Errorf("ConfigMap %v", meta)
+	}
+	if got := cm.Inputs["data"].ObjectValue()[BootstrapOverrideKey].StringValue(); got != BootstrapOverride {
+		t.Errorf("%s = %q", BootstrapOverrideKey, got)
+	}
+	if got := gatewayValues(t, m)["podAnnotations"].ObjectValue()["sidecar.istio.io/bootstrapOverride"].StringValue(); got != GatewayBootstrap {
+		t.Errorf("bootstrapOverride annotation %q, want %s", got, GatewayBootstrap)
+	}
+	if !dependsOnName(m.find("kubernetes:helm.sh/v3:Release", GatewayRelease), "gateway-bootstrap") {
+		t.Error("the gateway release does not wait for the override its pods mount")
+	}
+}

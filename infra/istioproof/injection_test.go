@@ -12,12 +12,11 @@ import (
 	"istio.io/istio/pkg/kube/inject"
 )
 
-// TestInjectedGatewayCarriesProxyConfig runs Istio's sidecar injector, with the injection templates,
-// values and mesh config the istiod chart renders, on the gateway chart's Deployment, as
-// istiod's webhook does when the pods are created: the gateway template is chosen and the
-// istio-proxy container's PROXY_CONFIG (what istio-agent starts Envoy with) carries the lab's
-// worker count, drain time and stats matcher.
-func TestInjectedGatewayCarriesProxyConfig(t *testing.T) {
+// injectedGateway runs Istio's sidecar injector, with the injection templates, values and mesh
+// config the istiod chart renders, on the gateway chart's Deployment, as istiod's webhook does
+// when the pods are created; it returns the injected Deployment and the gateway's release.
+func injectedGateway(t *testing.T) (*appsv1.Deployment, Release) {
+	t.Helper()
 	in, _, rendered := loadLab(t)
 	cm := func(name string) map[string]any {
 		o := Find(rendered["istiod"], "ConfigMap", name)
@@ -53,6 +52,14 @@ func TestInjectedGatewayCarriesProxyConfig(t *testing.T) {
 	if !ok {
 		t.Fatalf("injected %T", out)
 	}
+	return injected, r
+}
+
+// TestInjectedGatewayCarriesProxyConfig: the gateway template is chosen and the istio-proxy
+// container's PROXY_CONFIG (what istio-agent starts Envoy with) carries the lab's worker count,
+// drain time and stats matcher.
+func TestInjectedGatewayCarriesProxyConfig(t *testing.T) {
+	injected, r := injectedGateway(t)
 	var proxyConfig string
 	for _, c := range injected.Spec.Template.Spec.Containers {
 		for _, e := range c.Env {
