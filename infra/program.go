@@ -35,7 +35,7 @@ const (
 	GatewayHeadless = "istio-ingressgateway-headless"
 	// GatewayBootstrap is the ConfigMap of the gateway's bootstrap override (BootstrapOverride).
 	GatewayBootstrap = "istio-ingressgateway-bootstrap"
-	WaypointName    = "igw-test-waypoint"
+	WaypointName     = "igw-test-waypoint"
 	// WaypointSelector finds the waypoint's pods: istiod labels the Deployment it makes for a
 	// Gateway with the Gateway's name.
 	WaypointSelector = "gateway.networking.k8s.io/gateway-name=" + WaypointName
