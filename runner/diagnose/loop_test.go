@@ -8,6 +8,7 @@ import (
 
 	"github.com/igwlab/igwlab/runner/emulator"
 	"github.com/igwlab/igwlab/runner/load"
+	"github.com/igwlab/igwlab/runner/stats"
 )
 
 // With dispatcher stats on, the worker that carries a shared connection's 500 streams runs its
@@ -47,5 +48,16 @@ func TestDiagnoseNamesThePeggedWorker(t *testing.T) {
 	}
 	if !strings.Contains(text.String(), "worker loop  pegged: "+hot+"'s event loop ran callbacks") {
 		t.Errorf("no worker loop line naming %s", hot)
+	}
+	// The pegged worker's iterations against every idle worker's: at least ten times as long.
+	deltas := make([]stats.Pod, len(w.Pods))
+	for i, p := range w.Pods {
+		deltas[i] = p.Delta
+	}
+	rows := stats.LoopRows(deltas, w.Span)
+	for _, row := range rows[1:] {
+		if rows[0].LoopP99 < 10*row.LoopP99 || rows[0].LoopP99 <= 0 {
+			t.Errorf("iterations p99: pegged %.3f ms, %s/worker_%d %.3f ms: want ten times as long", rows[0].LoopP99, row.Pod, row.Worker, row.LoopP99)
+		}
 	}
 }

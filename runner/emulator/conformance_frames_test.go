@@ -19,8 +19,8 @@ import (
 // (http2_frame_decoder.cc, Http2FrameDecoder::StartDecodingPayload; the adapter's
 // OnFrameSizeError makes it SPDY_CONTROL_PAYLOAD_TOO_LARGE), nghttp2 as it reads the header
 // (nghttp2_session_mem_recv2, NGHTTP2_IB_READ_HEAD). GOAWAY FRAME_SIZE_ERROR, a close, and the
-// connection manager's protocol error (Envoy test/integration/multiplexed_integration_test.cc,
-// BadFrame: a codec error on a frame the codec cannot take).
+// connection manager's protocol error, as for any codec error (Envoy
+// test/integration/multiplexed_integration_test.cc, CodecErrorAfterStreamStart).
 func TestOversizedUnknownFrame(t *testing.T) {
 	for _, codec := range []string{CodecOghttp2, CodecNghttp2} {
 		t.Run(codec, func(t *testing.T) {
@@ -112,15 +112,20 @@ func TestHostBeforeAuthority(t *testing.T) {
 	}
 }
 
-// Bytes that are not a frame where the client's SETTINGS must come first: read as a frame
-// header their length is far over the frame size, so the codec fails them as it does any
-// oversized frame (see TestOversizedUnknownFrame) and the gateway sends its SETTINGS, a GOAWAY
-// naming the parse error and closes after the delayed-close timeout (Envoy
-// test/integration/multiplexed_integration_test.cc, DelayedCloseAfterBadFrame, which sends
-// these bytes and expects "ParseError"; codec_impl.cc and conn_manager_impl.cc count the
-// protocol error and the delayed close).
+// Bytes that are not a frame where the client's SETTINGS must come first: oghttp2 reads them
+// as a frame header whose length is far over the frame size and fails them as it does any
+// oversized frame (see TestOversizedUnknownFrame): GOAWAY FRAME_SIZE_ERROR "ParseError";
+// nghttp2 checks first that the first frame is a SETTINGS: GOAWAY PROTOCOL_ERROR "SETTINGS
+// expected" (nghttp2_session_mem_recv2, NGHTTP2_IB_READ_FIRST_SETTINGS). Either way the gateway
+// sends its SETTINGS and the GOAWAY and closes after the delayed-close timeout (Envoy
+// test/integration/multiplexed_integration_test.cc, BadFrame and DelayedCloseAfterBadFrame,
+// which send these bytes and expect those details; codec_impl.cc and conn_manager_impl.cc count
+// the protocol error and the delayed close).
 func TestGarbageBeforeSettings(t *testing.T) {
-	for _, c := range []struct{ codec, detail string }{{CodecOghttp2, "ParseError"}, {CodecNghttp2, "too large frame size"}} {
+	for _, c := range []struct {
+		codec, detail string
+		code          http2.ErrCode
+	}{{CodecOghttp2, "ParseError", http2.ErrCodeFrameSize}, {CodecNghttp2, "SETTINGS expected", http2.ErrCodeProtocol}} {
 		t.Run(c.codec, func(t *testing.T) {
 			pod := testPool(t, Config{Codec: c.codec}, stacks.Knobs{}).Pods()[0]
 			conn, err := net.DialTimeout("tcp", pod.Addr(), 2*time.Second)
@@ -147,8 +152,8 @@ func TestGarbageBeforeSettings(t *testing.T) {
 					goaway = g
 				}
 			}
-			if goaway == nil || goaway.ErrCode != http2.ErrCodeFrameSize || string(goaway.DebugData()) != c.detail {
-				t.Fatalf("got %q: want SETTINGS then GOAWAY FRAME_SIZE_ERROR %q", got, c.detail)
+			if goaway == nil || goaway.ErrCode != c.code || string(goaway.DebugData()) != c.detail {
+				t.Fatalf("got %q: want SETTINGS then GOAWAY %v %q", got, c.code, c.detail)
 			}
 			checkStats(t, pod, map[string]int64{hcmName(pod, "downstream_cx_protocol_error"): 1, hcmName(pod, "downstream_cx_delayed_close_timeout"): 1})
 		})

@@ -108,10 +108,12 @@ type frameDecoder struct {
 	block      bool
 	blockFirst frameHeader
 	blockStart bool // the block's first fragment has not been decoded yet
+	// first is true until the first frame after the client's preface has been checked.
+	first bool
 }
 
 func newFrameDecoder(v frameVisitor, codec string, maxHeaderListBytes uint32) *frameDecoder {
-	d := &frameDecoder{v: v, nghttp2: codec == CodecNghttp2, maxFrame: 16384}
+	d := &frameDecoder{v: v, nghttp2: codec == CodecNghttp2, maxFrame: 16384, first: true}
 	d.hdec = hpack.NewDecoder(4096, nil)
 	d.hdec.SetEmitEnabled(true)
 	// oghttp2 buffers at most twice the header list limit of encoded HPACK data.
@@ -237,6 +239,17 @@ func (d *frameDecoder) checkHeader(h frameHeader) bool {
 // CONTINUATION of its stream; then the length, against the frame size and each type's fixed
 // size; then the stream id, whose violations nghttp2 mostly reports to Envoy's callback.
 func (d *frameDecoder) checkHeaderNghttp2(h frameHeader) bool {
+	if d.first {
+		// NGHTTP2_IB_READ_FIRST_SETTINGS (nghttp2_session_mem_recv2): the first frame must be
+		// a SETTINGS without ACK, checked before its length or anything else; otherwise the
+		// session ends with GOAWAY PROTOCOL_ERROR "SETTINGS expected" (Envoy
+		// multiplexed_integration_test.cc, BadFrame and DelayedCloseAfterBadFrame at nghttp2).
+		d.first = false
+		if h.typ != http2.FrameSettings || h.has(http2.FlagSettingsAck) {
+			d.fail(framerUnexpectedFrame, "SETTINGS expected")
+			return false
+		}
+	}
 	if d.block && (h.typ != http2.FrameContinuation || h.stream != d.blockFirst.stream) {
 		d.fail(framerUnexpectedFrame, "unexpected non-CONTINUATION frame or stream_id is invalid")
 		return false

@@ -218,7 +218,11 @@ func (st *stream) writeTrailers(h http.Header) error {
 // respond sends a complete small response.
 func (st *stream) respond(status int, body string) error {
 	h := http.Header{"Content-Type": {"text/plain"}, "Content-Length": {strconv.Itoa(len(body))}}
-	if body == "" {
+	// A HEAD request's local reply keeps the body's length and drops the body
+	// (source/common/http/utility.cc, Utility::sendLocalReply: is_head_request ends the
+	// stream with the headers; Envoy idle_timeout_integration_test.cc,
+	// PerStreamIdleTimeoutHeadRequestAfterDownstreamHeadRequest).
+	if body == "" || st.method == http.MethodHead {
 		return st.writeHeader(status, h, true)
 	}
 	if err := st.writeHeader(status, h, false); err != nil {
