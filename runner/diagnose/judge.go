@@ -175,10 +175,10 @@ func judge(w *Window) *Report {
 		r.StreamsPerConn = sum(activeRq) / r.ConnectionsActive
 	}
 	r.Rotation.Text = rotationText(w.InForce, r.Rotation, w.period())
+	r.Loop, r.Pegged = loopText(w)
 	r.Busy = busyText(w, r)
 	r.Streams = streamMix(w, r)
 	r.CPU, _ = cpuLines(w, r)
-	r.Loop, r.Pegged = loopText(w)
 	if r.Requests < minRequests && r.Streams != nil && r.Streams.LongLived && sum(sent) > 0 {
 		// Long-lived streams begin few requests: where their messages went is the load.
 		reqs = sent

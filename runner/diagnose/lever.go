@@ -79,7 +79,10 @@ func rotating(f *InForce, r Rotation) bool {
 
 func busyText(w *Window, r *Report) []string {
 	if len(w.CPUSeconds) == 0 {
-		return []string{"busy workers: not measured from this source (Envoy has no per-worker busy stat; container CPU per pod, container_cpu_usage_seconds_total from cAdvisor, was not available)"}
+		if r.Loop != "" && !strings.Contains(r.Loop, "dispatcher stats are off") {
+			return []string{"busy workers: from each worker's own event loop (worker loop, below); container CPU per pod (container_cpu_usage_seconds_total from cAdvisor) was not available"}
+		}
+		return []string{"busy workers: not measured from this source (Envoy measures a worker's busy time only with dispatcher stats, the bootstrap's enable_dispatcher_stats, which this gateway does not export; container CPU per pod, container_cpu_usage_seconds_total from cAdvisor, was not available)"}
 	}
 	var out []string
 	for _, p := range r.Pods {
