@@ -38,10 +38,9 @@ import "time"
 //
 // Not safe for concurrent use: its worker's owner serialises it, as the WorkerQ.
 type EventLoop struct {
-	miss, megaMiss time.Duration // the guard dog's timeouts
-	step           time.Duration // the guard dog's loop interval: it checks every thread this often
-	epoch          time.Time     // the guard dog's first step
-	kMiss, kMega   int64         // steps without a touch that make a miss, a mega miss
+	step         time.Duration // the guard dog's loop interval: it checks every thread this often
+	epoch        time.Time     // the guard dog's first step
+	kMiss, kMega int64         // steps without a touch that make a miss, a mega miss (the timeouts in steps)
 
 	// Dispatcher stats, nil when enable_dispatcher_stats is off.
 	loopDuration, pollDelay *Stat
@@ -73,11 +72,10 @@ func NewEventLoop(start time.Time, miss, megaMiss time.Duration, loopDuration, p
 	}
 	// GuardDogImpl: loop_interval_ is the smallest timeout set (kill and multikill off).
 	step := min(miss, megaMiss)
-	l := &EventLoop{miss: miss, megaMiss: megaMiss, step: step, epoch: start,
+	return &EventLoop{step: step, epoch: start,
 		kMiss: ceilDiv(miss, step), kMega: ceilDiv(megaMiss, step),
 		loopDuration: loopDuration, pollDelay: pollDelay,
 		prep: start, nextTouch: start.Add(step / 2)}
-	return l
 }
 
 func ceilDiv(a, b time.Duration) int64 { return int64((a + b - 1) / b) }
