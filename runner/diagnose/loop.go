@@ -9,8 +9,13 @@ func loopText(w *Window) (text, pegged string) {
 	for i, p := range w.Pods {
 		deltas[i] = p.Delta
 	}
-	rows := stats.LoopRows(deltas, w.Span)
-	text, hot := stats.LoopEvidence(rows, w.Span)
+	// A loop's busy share is its iterations' time over the time its counters cover.
+	span := w.Span
+	if w.Covered > 0 {
+		span = w.Covered
+	}
+	rows := stats.LoopRows(deltas, span)
+	text, hot := stats.LoopEvidence(rows, span)
 	if hot {
 		pegged = rows[0].Pod + "/" + stats.WorkerName(rows[0].Worker)
 		text = "pegged: " + text

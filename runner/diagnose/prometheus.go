@@ -67,7 +67,7 @@ func (p PromSource) Window(ctx context.Context) (*Window, error) {
 		return nil, p.queryError(err)
 	}
 	matrix, _ := val.(model.Matrix)
-	pre, post, missingPod := p.readings(matrix)
+	pre, post, missingPod, covered := p.readings(matrix)
 	if len(post) == 0 {
 		what := fmt.Sprintf("Prometheus at %s has no gateway series (envoy_http_downstream_cx_total and friends) with %s=~%q between %s and %s",
 			p.URL, p.PodLabel, p.PodRegex, p.Start.UTC().Format(time.RFC3339), p.End.UTC().Format(time.RFC3339))
@@ -80,7 +80,7 @@ func (p PromSource) Window(ctx context.Context) (*Window, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.Start, w.End = p.Start, p.End
+	w.Start, w.End, w.Covered = p.Start, p.End, covered
 	w.Missing = append(w.Missing, "no /config_dump through Prometheus: what is in force is judged from the drain counters")
 	w.CPUSeconds, err = p.cpu(ctx, prom, span)
 	if err != nil || len(w.CPUSeconds) == 0 {
@@ -108,8 +108,9 @@ func (p PromSource) queryError(err error) error {
 }
 
 // readings turns the range into two readings per pod. It also counts series without the pod
-// label.
-func (p PromSource) readings(m model.Matrix) (pre, post []stats.Snapshot, missingPod int) {
+// label, and says how much time the readings cover: a counter's increase runs from its first
+// sample in the range to its last, at the query's step, not from the range's start to its end.
+func (p PromSource) readings(m model.Matrix) (pre, post []stats.Snapshot, missingPod int, covered time.Duration) {
 	type lines struct{ pre, post map[string][]string }
 	byPod := map[string]*lines{}
 	for _, s := range m {
@@ -121,6 +122,7 @@ func (p PromSource) readings(m model.Matrix) (pre, post []stats.Snapshot, missin
 		if len(s.Values) == 0 {
 			continue
 		}
+		covered = max(covered, s.Values[len(s.Values)-1].Timestamp.Time().Sub(s.Values[0].Timestamp.Time()))
 		l := byPod[pod]
 		if l == nil {
 			l = &lines{pre: map[string][]string{}, post: map[string][]string{}}
@@ -156,7 +158,7 @@ func (p PromSource) readings(m model.Matrix) (pre, post []stats.Snapshot, missin
 		}
 		pre, post = append(pre, a), append(post, b)
 	}
-	return pre, post, missingPod
+	return pre, post, missingPod, covered
 }
 
 // familyOf names a series' family and its kind: gauges are the _active ones and concurrency;

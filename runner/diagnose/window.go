@@ -21,8 +21,11 @@ type Window struct {
 	Source     string        `json:"source"` // e.g. "prometheus http://...", "admin (3 endpoints)"
 	Start, End time.Time     `json:"-"`
 	Span       time.Duration `json:"-"`
-	Names      stats.Names   `json:"names"`
-	Pods       []PodWindow   `json:"pods"`
+	// Covered is the time the counters' increases cover where that is less than Span (a
+	// Prometheus range read at its step: first sample to last); 0: Span.
+	Covered time.Duration `json:"-"`
+	Names   stats.Names   `json:"names"`
+	Pods    []PodWindow   `json:"pods"`
 	// InForce is what the gateway's /config_dump says is set (nil when the source has none).
 	InForce *InForce `json:"in_force,omitempty"`
 	// CPUSeconds is the CPU each pod's proxy container used over the window, from cAdvisor
@@ -124,7 +127,7 @@ func (w *Window) sinceStart() {
 	} else {
 		w.Span = 0
 	}
-	w.SinceStart = true
+	w.SinceStart, w.Covered = true, 0
 	w.Missing = append(w.Missing, "no counter moved between the two readings (an idle gateway, or a page that does not change): judged on the counters "+life)
 }
 
