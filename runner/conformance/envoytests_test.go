@@ -17,11 +17,11 @@ import (
 // the upstream), the case does the client-side equivalent and says so.
 
 const (
-	flood     = "http2_flood_integration_test.cc"
-	idle      = "idle_timeout_integration_test.cc"
-	mux       = "multiplexed_integration_test.cc"
-	frameTest = "http2_frame_integration_test.cc"
-	protocol  = "protocol_integration_test.cc"
+	flood    = "http2_flood_integration_test.cc"
+	idle     = "idle_timeout_integration_test.cc"
+	mux      = "multiplexed_integration_test.cc"
+	protocol = "protocol_integration_test.cc"
+	hcmUnit  = "../common/http/conn_manager_impl_test.cc"
 )
 
 // floodLimits are Http2FloodMitigationTest::beginSession's: setDownstreamOutboundFramesLimits
@@ -152,6 +152,37 @@ var envoyCases = []envoyCase{
 		r.counted(map[string]int64{"http2.rx_messaging_error": 1, "downstream_cx_delayed_close_timeout": 0})
 	}},
 
+	{File: flood, Fixture: "Http2FloodMitigationTest", Test: "RST_STREAM", Knobs: with(floodLimits, "hcm.http2_protocol_options.override_stream_error_on_invalid_http_message=true"), Run: func(r *replay) {
+		// A malformed request (a response's :status and nothing else) is reset; 101 more in
+		// one write queue 101 RST_STREAMs, past the 100 control frames.
+		w := r.dial(true)
+		w.headers(1, true, ":status", "200")
+		fs := w.read(3*time.Second, func(f frame) bool { return f.typ == http2.FrameRSTStream })
+		r.expect(fs, "RST_STREAM on the malformed request", has(fs, func(f frame) bool { return f.typ == http2.FrameRSTStream && f.stream == 1 }))
+		r.floodServer(w, "http2.outbound_control_flood", func(fr *http2.Framer) {
+			for i := range 101 {
+				_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 3), BlockFragment: w.block(":status", "200"), EndStream: true, EndHeaders: true})
+			}
+		})
+	}},
+	{File: flood, Fixture: "Http2FloodMitigationTest", Test: "TooManyStreams", Knobs: with(floodLimits, "hcm.http2_protocol_options.max_concurrent_streams=2"), Run: func(r *replay) {
+		// A first request answered (its SETTINGS acknowledged on the way), then three that
+		// the upstream holds: the third is one stream over the acknowledged cap, a connection
+		// error. The test blocks the upstream's writes; /delay holds the answers.
+		w := r.dial(true)
+		w.headers(1, true, get("GET", "/get")...)
+		fs := w.read(3*time.Second, func(f frame) bool { return f.stream == 1 && f.end })
+		r.expect(fs, "the first request served", has(fs, isStatus(1, "200")))
+		w.burst(func(fr *http2.Framer) {
+			for _, id := range []uint32{3, 5, 7} {
+				_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: w.block(get("GET", "/delay/10")...), EndStream: true, EndHeaders: true})
+			}
+		})
+		fs = w.read(5*time.Second, isClose)
+		r.expect(fs, "the connection closed", has(fs, isClose))
+		r.counted(map[string]int64{"downstream_cx_delayed_close_timeout": 1})
+	}},
+
 	// idle_timeout_integration_test.cc, IdleTimeoutIntegrationTest: the test's route
 	// idle_timeout and the connection manager's stream_idle_timeout run the same per-stream
 	// timer (ConnectionManagerImpl::ActiveStream, the route's overriding the connection
@@ -198,20 +229,13 @@ var envoyCases = []envoyCase{
 		r.expect(fs, "200 and the whole response", has(fs, isStatus(1, "200")) && has(fs, func(f frame) bool { return f.stream == 1 && f.end }))
 		r.counted(map[string]int64{"downstream_rq_idle_timeout": 0, "downstream_rq_2xx": 1})
 	}},
-	{File: idle, Fixture: "IdleTimeoutIntegrationTest", Test: "IdleTimeoutNoCodec", Knobs: []string{"hcm.common_http_protocol_options.idle_timeout=1s"}, Run: func(r *replay) {
+	// Two of the connection manager's own tests (test/common/http/conn_manager_impl_test.cc,
+	// HttpConnectionManagerImplTest): black-box too, as a client that never speaks.
+	{File: hcmUnit, Fixture: "HttpConnectionManagerImplTest", Test: "IdleTimeoutNoCodec", Knobs: []string{"hcm.common_http_protocol_options.idle_timeout=1s"}, Run: func(r *replay) {
 		r.silentClose(time.Second, "downstream_cx_idle_timeout")
 	}},
-	{File: idle, Fixture: "IdleTimeoutIntegrationTest", Test: "ConnectionDurationNoCodec", Knobs: []string{"hcm.common_http_protocol_options.max_connection_duration=1s"}, Run: func(r *replay) {
+	{File: hcmUnit, Fixture: "HttpConnectionManagerImplTest", Test: "ConnectionDurationNoCodec", Knobs: []string{"hcm.common_http_protocol_options.max_connection_duration=1s"}, Run: func(r *replay) {
 		r.silentClose(time.Second, "downstream_cx_max_duration_reached")
-	}},
-	{File: idle, Fixture: "IdleTimeoutIntegrationTest", Test: "CodecStreamIdleTimeout", Knobs: []string{"hcm.stream_idle_timeout=0.3s"}, Run: func(r *replay) {
-		// The response is complete upstream but stuck behind the client's window: the codec's
-		// flush timer (stream_flush_timeout, by default stream_idle_timeout) resets it.
-		w := r.dial(true, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1024})
-		w.headers(1, true, get("GET", "/bytes/4096")...)
-		fs := w.read(3*time.Second, func(f frame) bool { return f.stream == 1 && f.typ == http2.FrameRSTStream })
-		r.expect(fs, "RST_STREAM NO_ERROR", has(fs, isReset(1, http2.ErrCodeNo)))
-		r.counted(map[string]int64{"http2.tx_flush_timeout": 1, "downstream_rq_idle_timeout": 0})
 	}},
 
 	// multiplexed_integration_test.cc, MultiplexedIntegrationTest: at both codecs where the
@@ -222,6 +246,30 @@ var envoyCases = []envoyCase{
 	{File: mux, Fixture: "MultiplexedIntegrationTest", Test: "DelayedCloseAfterBadFrame", Codec: "nghttp2", Run: badFrame(true)},
 	{File: mux, Fixture: "MultiplexedIntegrationTest", Test: "CodecErrorAfterStreamStart", Run: codecErrorAfterStreamStart},
 	{File: mux, Fixture: "MultiplexedIntegrationTest", Test: "CodecErrorAfterStreamStart", Codec: "nghttp2", Run: codecErrorAfterStreamStart},
+	{File: mux, Fixture: "MultiplexedIntegrationTest", Test: "CodecStreamIdleTimeout", Knobs: []string{"hcm.stream_idle_timeout=0.4s", "listener.per_connection_buffer_limit_bytes=1024"}, Run: func(r *replay) {
+		// setBufferLimits(1024, 1024), stream_idle_timeout 400 ms: a response of 65535 + 2000
+		// bytes against the client's 65535-byte window, never opened further. The response is
+		// complete upstream but stuck in the codec: its flush timer (stream_flush_timeout, by
+		// default stream_idle_timeout) resets it.
+		w := r.dial(true)
+		w.headers(1, true, get("GET", "/bytes/67535")...)
+		fs := w.read(3*time.Second, func(f frame) bool { return f.stream == 1 && f.typ == http2.FrameRSTStream })
+		r.expect(fs, "the stream reset", has(fs, func(f frame) bool { return f.stream == 1 && f.typ == http2.FrameRSTStream }))
+		r.counted(map[string]int64{"http2.tx_flush_timeout": 1})
+	}},
+	{File: mux, Fixture: "Http2FrameIntegrationTest", Test: "MaxConcurrentStreamsIsRespected", Knobs: []string{"hcm.http2_protocol_options.max_concurrent_streams=100"}, Run: func(r *replay) {
+		// After the client acknowledged the cap, 101 requests in one write, none answered yet.
+		w := r.dial(true)
+		w.read(time.Second, func(f frame) bool { return f.typ == http2.FrameSettings }) // acknowledged as read
+		w.burst(func(fr *http2.Framer) {
+			for i := range 101 {
+				_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1), BlockFragment: w.block(get("GET", "/delay/10")...), EndStream: true, EndHeaders: true})
+			}
+		})
+		fs := w.read(5*time.Second, isClose)
+		r.expect(fs, "the connection closed", has(fs, isClose))
+		r.counted(map[string]int64{"downstream_cx_destroy_local": 1})
+	}},
 	{File: mux, Fixture: "MultiplexedIntegrationTest", Test: "GoAway", Run: func(r *replay) {
 		// The client's GOAWAY between a request's headers and its end: the request still
 		// completes.
@@ -252,8 +300,8 @@ var envoyCases = []envoyCase{
 		r.counted(map[string]int64{"downstream_rq_rx_reset": 250, "downstream_rq_too_many_premature_resets": 1})
 	}},
 
-	// http2_frame_integration_test.cc.
-	{File: frameTest, Fixture: "Http2FrameIntegrationTest", Test: "HostBeforeAuthorityIsRejected", Run: func(r *replay) {
+	// multiplexed_integration_test.cc, Http2FrameIntegrationTest (raw frames).
+	{File: mux, Fixture: "Http2FrameIntegrationTest", Test: "HostBeforeAuthorityIsRejected", Run: func(r *replay) {
 		w := r.dial(true)
 		w.headers(1, true, ":method", "GET", ":scheme", "http", ":path", "/get", "host", "lab.local", ":authority", "lab.local")
 		fs := w.read(3*time.Second, isClose)
@@ -313,6 +361,24 @@ var envoyCases = []envoyCase{
 			}
 		}
 		r.expect(fs, "set-cookie foo and set-cookie bar, apart", strings.Join(cookies, ",") == "foo,bar")
+	}},
+	{File: protocol, Fixture: "DownstreamProtocolIntegrationTest", Test: "MaxRequestsPerConnectionReached", Knobs: []string{"hcm.common_http_protocol_options.max_requests_per_connection=2"}, Run: func(r *replay) {
+		w := r.dial(true)
+		var all []frame
+		for _, id := range []uint32{1, 3} {
+			w.headers(id, false, get("POST", "/anything")...)
+			w.data(id, true, []byte("a"))
+			fs := w.read(3*time.Second, func(f frame) bool { return f.stream == id && f.end })
+			r.expect(fs, "200", has(fs, isStatus(id, "200")))
+			all = append(all, fs...)
+			if id == 1 {
+				r.counted(map[string]int64{"downstream_cx_max_requests_reached": 0})
+			}
+		}
+		// The second request started the drain: GOAWAY, then the close after drain_timeout.
+		all = append(all, w.read(8*time.Second, isClose)...)
+		r.expect(all, "a GOAWAY and the close", has(all, isGoAway(http2.ErrCodeNo)) && has(all, isClose))
+		r.counted(map[string]int64{"downstream_cx_max_requests_reached": 1})
 	}},
 	{File: protocol, Fixture: "DownstreamProtocolIntegrationTest", Test: "InvalidAuthority", Run: func(r *replay) {
 		w := r.dial(true)

@@ -48,8 +48,8 @@ func TestOversizedUnknownFrame(t *testing.T) {
 // max_connection_duration, which the connection manager arms as it accepts the connection,
 // before any codec exists: counted, closed, nothing sent (ConnectionManagerImpl::
 // initializeReadFilterCallbacks arms them; onIdleTimeout and onConnectionDurationTimeout close
-// when codec_ is null; Envoy test/integration/idle_timeout_integration_test.cc, IdleTimeoutNoCodec
-// and ConnectionDurationNoCodec).
+// when codec_ is null; Envoy test/common/http/conn_manager_impl_test.cc, HttpConnectionManagerImplTest
+// IdleTimeoutNoCodec and ConnectionDurationNoCodec).
 func TestTimeoutsBeforeAnyCodec(t *testing.T) {
 	for _, c := range []struct{ knob, stat string }{
 		{"hcm.common_http_protocol_options.idle_timeout", "downstream_cx_idle_timeout"},
@@ -80,8 +80,8 @@ func TestTimeoutsBeforeAnyCodec(t *testing.T) {
 // second one and the request is malformed (quiche header_validator.cc,
 // HeaderValidator::ValidateSingleHeader and RecordPseudoHeader; nghttp2 refuses any
 // pseudo-header after a regular one, nghttp2_http.c http_request_on_header). By default the
-// codec makes that a connection error (Envoy test/integration/http2_frame_integration_test.cc,
-// HostBeforeAuthorityIsRejected). :authority before host is served.
+// codec makes that a connection error (Envoy test/integration/multiplexed_integration_test.cc,
+// Http2FrameIntegrationTest.HostBeforeAuthorityIsRejected). :authority before host is served.
 func TestHostBeforeAuthority(t *testing.T) {
 	for _, codec := range []string{CodecOghttp2, CodecNghttp2} {
 		t.Run(codec, func(t *testing.T) {
@@ -186,7 +186,7 @@ func TestStreamIdleResetIsNoError(t *testing.T) {
 // with the stream, and the codec's flush timer (stream_flush_timeout, which defaults to
 // stream_idle_timeout) resets it, counted in http2.tx_flush_timeout, not as a request idle
 // timeout (codec_impl.cc StreamImpl::onPendingFlushTimer; Envoy
-// test/integration/idle_timeout_integration_test.cc, CodecStreamIdleTimeout).
+// test/integration/multiplexed_integration_test.cc, CodecStreamIdleTimeout).
 func TestFlushTimeoutBehindAZeroWindow(t *testing.T) {
 	pod := testPool(t, Config{}, knobs(t, "hcm.stream_idle_timeout", "0.3s")).Pods()[0]
 	rc := dialRaw(t, pod.Addr(), true)
