@@ -16,7 +16,8 @@ func TestBuiltinCatalog(t *testing.T) {
 		"11-realistic-filters", "12-grpc-variant", "13-conn-balance-control", "13-conn-balance",
 		"14-upload-window-control", "14-upload-window", "15-scale-out", "15-scale-out-rotation",
 		"16-rolling-restart", "17-config-push", "18-lockstep-duration", "18-lockstep-count",
-		"19-streams", "19-streams-rotation", "19-streams-duration", "19-sse-rotation", "20-grpc-capped", "20-grpc-rotation", "20-grpc-pool", "20-grpc-round-robin", "21-cpu-limit-2-workers", "21-cpu-limit-8-workers"}
+		"19-streams", "19-streams-rotation", "19-streams-duration", "19-sse-rotation", "20-grpc-capped", "20-grpc-rotation", "20-grpc-pool", "20-grpc-round-robin", "21-cpu-limit-2-workers", "21-cpu-limit-8-workers",
+		"22-ew-pinned", "22-ew-rotation", "22-ew-pool"}
 	if got := strings.Join(cat.Names(), " "); got != strings.Join(want, " ") {
 		t.Fatalf("run order\n got %s\nwant %s", got, strings.Join(want, " "))
 	}

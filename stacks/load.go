@@ -77,7 +77,7 @@ var (
 	namePattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 	feedPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 ._-]{0,39}$`)
 	rolePattern   = regexp.MustCompile(`^[a-z][a-z-]{0,31}$`)
-	hypotheses    = []string{"", "H-A", "H-B", "H-C", "H-D", "H-E", "S11", "WAYPOINT", "S12", "S9", "S10", "S8", "S15", "S16", "S17", "S18", "S19", "S20", "S21"}
+	hypotheses    = []string{"", "H-A", "H-B", "H-C", "H-D", "H-E", "S11", "WAYPOINT", "S12", "S9", "S10", "S8", "S15", "S16", "S17", "S18", "S19", "S20", "S21", "EW"}
 	jwtModes      = []string{"permissive", "strict"}
 	responseFlags = []string{"DC", "DF", "DI", "DO", "DPE", "FI", "IH", "LH", "LR", "NC", "NFCF", "NR", "OM",
 		"RFCF", "RL", "RLSE", "SI", "UAEX", "UC", "UF", "UH", "UMSDR", "UO", "UPE", "UR", "URX", "UT"}
@@ -88,15 +88,18 @@ var (
 // one out of range: one table, so the two cannot disagree.
 var (
 	intRanges = map[string][2]int{
-		"order":                    {0, 9999},
-		"client.concurrency":       {1, 20000},
-		"client.connections":       {1, 1000},
-		"client.slow.workers":      {1, 1000},
-		"client.body_bytes":        {0, 1 << 30},
-		"client.message_bytes":     {1, 4 << 20},
-		"local.client.concurrency": {1, 20000},
-		"local.client.connections": {1, 1000},
-		"requires.min_concurrency": {0, 256},
+		"order":                                       {0, 9999},
+		"client.concurrency":                          {1, 20000},
+		"client.connections":                          {1, 1000},
+		"client.slow.workers":                         {1, 1000},
+		"client.body_bytes":                           {0, 1 << 30},
+		"client.message_bytes":                        {1, 4 << 20},
+		"local.client.concurrency":                    {1, 20000},
+		"local.client.connections":                    {1, 1000},
+		"requires.min_concurrency":                    {0, 256},
+		"east_west.clients":                           {1, 64},
+		"east_west.ztunnel.workers":                   {1, 64},
+		"east_west.ztunnel.pool_max_streams_per_conn": {1, 65535},
 	}
 	durRanges = map[string][2]time.Duration{
 		"load.duration":       {time.Second, 24 * time.Hour},
@@ -240,6 +243,7 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 		}
 	}
 	checkEvents(s, bad)
+	checkEastWest(s, bad, intRange, oneOf)
 	if (!s.Local.Knobs.IsZero() || s.Local.Client != (LocalClient{}) || s.Local.Pool != (Pool{}) || len(s.Local.Events) > 0 || s.Local.ServiceTime != 0) && strings.TrimSpace(s.Local.Why) == "" {
 		bad("local.why", "required when local departs from the lab's knobs, client, pool, events or service time: say why, it is shown in every report")
 	}

@@ -43,6 +43,8 @@ type Scenario struct {
 	Filters Filters `yaml:"filters"`
 	// Waypoint routes the gateway's traffic through an ambient waypoint pool.
 	Waypoint bool `yaml:"waypoint"`
+	// EastWest makes the scenario mesh traffic through the waypoint, not ingress (eastwest.go).
+	EastWest *EastWest `yaml:"east_west"`
 	// Requires lists prerequisites; a scenario whose prerequisites fail is skipped, not failed.
 	Requires Requires `yaml:"requires"`
 	// Optional keeps the scenario (and its control) out of a default run: it runs when --only

@@ -23,7 +23,11 @@ type Input struct {
 	Pre, Post    []stats.Pod // gateway pods, matched by name
 	WaypointPre  []stats.Pod
 	WaypointPost []stats.Pod
-	Peaks        Peaks
+	// ZtunnelPre and ZtunnelPost are the node proxies' pages around the window.
+	ZtunnelPre, ZtunnelPost []stats.Ztunnel
+	// Tier is the tier Pre and Post are: "gateway", or "waypoint" for an east-west scenario.
+	Tier  string
+	Peaks Peaks
 	// ClosedDuringLoad is how many connections the gateway saw close while the load ran
 	// (downstream_cx_destroy, sampled each second): the ones rotation drained, for clients
 	// that keep their connections.
@@ -181,6 +185,11 @@ type Result struct {
 	SendLagP99Ms float64 `json:"send_lag_p99_ms,omitempty"`
 
 	Waypoint *Tier `json:"waypoint,omitempty"`
+	// MeasuredTier is the tier the result's pods are ("waypoint" for an east-west scenario;
+	// empty: the gateway's).
+	MeasuredTier string `json:"measured_tier,omitempty"`
+	// Ztunnel is the node proxies' share of the window, where the scenario went through them.
+	Ztunnel *ZtunnelTier `json:"ztunnel,omitempty"`
 
 	// HPA is what the gateway's autoscaler would make of the window; OverTime what a window
 	// with events shows over time.
@@ -244,6 +253,10 @@ func Analyze(in Input) *Result {
 		r.ClientConnections, r.SlowP99Ms = c.Connections, c.SlowP99
 		r.OfferedRPS, r.Unsent, r.SendLagP99Ms = c.OfferedRPS, c.Unsent, c.SendLagP99
 	}
+	if in.Tier != "" && in.Tier != "gateway" {
+		r.MeasuredTier = in.Tier
+	}
+	r.Ztunnel = ztunnelTier(in.ZtunnelPre, in.ZtunnelPost, in.Window)
 	if len(in.WaypointPost) > 0 {
 		wd, wr := deltaAll(in.WaypointPre, in.WaypointPost)
 		if wr {

@@ -36,6 +36,8 @@ type serverConn struct {
 	cancel context.CancelFunc
 	opened time.Time
 	codec  string
+	// tunnel is the HBONE connection this connection arrived in (nil: a connection of its own).
+	tunnel *hboneConn
 
 	in  readBuffer
 	dec *frameDecoder

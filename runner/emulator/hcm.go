@@ -28,10 +28,10 @@ func newHCM(p *Pod) *hcm {
 }
 
 func (h *hcm) connOpened(sc *serverConn) {
-	for _, s := range []*Stat{h.CxTotal, h.LCxTotal, sc.w.CxTotal} {
+	for _, s := range sc.cxStats(h.CxTotal, h.LCxTotal, sc.w.CxTotal) {
 		s.Inc()
 	}
-	for _, s := range []*Stat{h.CxActive, h.LCxActive, sc.w.CxActive} {
+	for _, s := range sc.cxStats(h.CxActive, h.LCxActive, sc.w.CxActive) {
 		s.Inc()
 	}
 	h.pod.pool.obs.connOpened()
@@ -86,13 +86,26 @@ func (h *hcm) connClosed(sc *serverConn, local bool, rqSide int, _ string) {
 	h.LCxLength.Observe(ms)
 	h.pod.mem.add(-connMemory)
 	h.pod.forget(sc)
-	for _, s := range []*Stat{h.CxActive, h.LCxActive, sc.w.CxActive} {
+	for _, s := range sc.cxStats(h.CxActive, h.LCxActive, sc.w.CxActive) {
 		s.Dec()
 	}
 	if sc.codecActive != nil {
 		sc.codecActive.Dec()
 	}
-	sc.w.active.Add(-1)
+	if sc.tunnel == nil {
+		sc.w.active.Add(-1)
+	}
+}
+
+// cxStats are the connection counters a connection moves: the connection manager's, its
+// listener's and its worker's. A connection inside an HBONE tunnel reached the waypoint's
+// connection manager through the internal listener on the worker of the tunnel's HBONE
+// connection, which the worker's listener counters count instead (hbone_server.go).
+func (sc *serverConn) cxStats(hcm, listener, worker *Stat) []*Stat {
+	if sc.tunnel != nil {
+		return []*Stat{hcm}
+	}
+	return []*Stat{hcm, listener, worker}
 }
 
 // beginStream is ServerConnectionImpl::onBeginHeaders -> ConnectionManagerImpl::newStream for

@@ -59,8 +59,12 @@ type Pod struct {
 	terminating bool // SIGTERM received: draining, out of the endpoints
 	absent      bool // no pod in this slot (scaled in, or replaced by a rollout)
 	admin       *adminServer
-	adminPort   int
-	rng         *rand.Rand
+	// hboneLns, hboneAddr and hboneStats are a waypoint pod's HBONE listener (hbone_server.go).
+	hboneLns   []net.Listener
+	hboneAddr  string
+	hboneStats *model.HCMStats
+	adminPort  int
+	rng        *rand.Rand
 
 	*model.ServerStats
 	sslHandshakes, sslErrors *Stat
@@ -347,7 +351,7 @@ func (p *Pod) stop() {
 	p.lns = nil
 	conns := p.connsLocked()
 	p.mu.Unlock()
-	for _, ln := range lns {
+	for _, ln := range append(lns, p.hboneLns...) {
 		ln.Close()
 	}
 	for _, sc := range conns {

@@ -53,6 +53,10 @@ type Pool struct {
 	// applied counts the setups applied: each reseeds the L4 balancers (model.ScenarioSeed).
 	applied int
 	setup   Setup
+	// wpSetup is the waypoints' setup: an east-west scenario's knobs (eastwest.go).
+	wpSetup Setup
+	// clients are the mesh client pods east-west scenarios run in.
+	clients []*capturedPod
 	events  []Event
 	// lifecycle counts the pending steps of pods coming and going (readiness, terminations,
 	// restarts), so that the next scenario starts once they are over.
@@ -121,6 +125,10 @@ func Start(cfg Config) (*Pool, error) {
 		pod.build(wpCfg)
 		pod.ready = true
 		if err := pod.listen(0); err != nil {
+			p.Close()
+			return nil, err
+		}
+		if err := pod.listenHBONE(); err != nil {
 			p.Close()
 			return nil, err
 		}
@@ -256,21 +264,20 @@ func (p *Pool) Apply(s Setup) int {
 	for _, pod := range p.gateway {
 		drained += pod.apply(cfg, changed, p.cfg.ListenerDrainTime)
 	}
+	p.resetWaypoints()
 	p.event("apply", "", fmt.Sprintf("generation %d, changed %v, %d connections draining", gen, changed, drained))
 	return drained
 }
 
 // WaitDrained waits until no connection accepted under a replaced listener is still open on
-// a gateway pod: they close as their drains end, or when the listener's drain time does. The
+// a gateway or waypoint pod: they close as their drains end, or when the listener's drain time does. The
 // runner waits for this before it measures, as it waits on a real gateway's draining gauges
 // (which, unlike this, stay up for the whole drain time even when nothing is left to drain).
 func (p *Pool) WaitDrained(ctx context.Context) error {
 	for {
-		p.mu.Lock()
-		gen := p.generation
-		p.mu.Unlock()
 		old := 0
-		for _, pod := range p.gateway {
+		for _, pod := range append(append([]*Pod{}, p.gateway...), p.waypoints...) {
+			gen := pod.cfg.Load().Generation
 			pod.mu.Lock()
 			for sc := range pod.conns {
 				if sc.cfg.Generation < gen {

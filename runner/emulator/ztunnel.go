@@ -2,13 +2,17 @@ package emulator
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/igwlab/igwlab/runner/stats"
 )
 
 // Ztunnel stands for ambient's node proxy in front of one backend replica: every connection
@@ -17,12 +21,18 @@ import (
 // metrics port, so the dashboard's ztunnel panels have data on the local target too. It
 // counts; it adds no cost and no hop.
 type Ztunnel struct {
+	mu      sync.Mutex
 	Name    string
 	ip      string
 	metrics net.Listener
 	srv     *http.Server
 
 	opened, closed, sent, received atomic.Int64
+	// out is its outbound side, for the mesh pods on its node (ztunnel_outbound.go); nil
+	// until a pod on the node is captured.
+	out *ztOutbound
+	// tunnels counts the CONNECT streams it opened, hboneOpened the HBONE connections.
+	tunnels, tunnelsClosed, hboneOpened, hboneClosed atomic.Int64
 }
 
 // MetricsURL is the base URL of the ztunnel's /metrics.
@@ -86,16 +96,21 @@ func newZtunnel(name, ip string) (*Ztunnel, error) {
 }
 
 var (
-	ztLabels   = []string{"reporter", "source_workload", "destination_workload", "destination_workload_namespace", "request_protocol"}
-	ztOpened   = prometheus.NewDesc("istio_tcp_connections_opened_total", "Total connections opened", ztLabels, nil)
-	ztClosed   = prometheus.NewDesc("istio_tcp_connections_closed_total", "Total connections closed", ztLabels, nil)
-	ztSent     = prometheus.NewDesc("istio_tcp_sent_bytes_total", "Bytes sent by the destination", ztLabels, nil)
-	ztReceived = prometheus.NewDesc("istio_tcp_received_bytes_total", "Bytes received by the destination", ztLabels, nil)
+	ztLabels = []string{"reporter", "source_workload", "destination_workload", "destination_workload_namespace", "request_protocol"}
+	// The runtime's threads' work is the lab's own (ztunnel exports no per-thread time); the
+	// HBONE connections are the ones its outbound pool opened.
+	ztThreadBusy  = prometheus.NewDesc(stats.ZtunnelThreadBusy, "Work done by each ztunnel runtime thread (lab-only)", []string{"thread"}, nil)
+	ztHBONEOpened = prometheus.NewDesc(stats.ZtunnelHBONEOpened, "HBONE connections the outbound pool opened (lab-only)", nil, nil)
+	ztHBONEOpen   = prometheus.NewDesc(stats.ZtunnelHBONEActive, "HBONE connections open in the outbound pool (lab-only)", nil, nil)
+	ztOpened      = prometheus.NewDesc("istio_tcp_connections_opened_total", "Total connections opened", ztLabels, nil)
+	ztClosed      = prometheus.NewDesc("istio_tcp_connections_closed_total", "Total connections closed", ztLabels, nil)
+	ztSent        = prometheus.NewDesc("istio_tcp_sent_bytes_total", "Bytes sent by the destination", ztLabels, nil)
+	ztReceived    = prometheus.NewDesc("istio_tcp_received_bytes_total", "Bytes received by the destination", ztLabels, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (z *Ztunnel) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{ztOpened, ztClosed, ztSent, ztReceived} {
+	for _, d := range []*prometheus.Desc{ztOpened, ztClosed, ztSent, ztReceived, ztThreadBusy, ztHBONEOpened, ztHBONEOpen} {
 		ch <- d
 	}
 }
@@ -109,9 +124,29 @@ func (z *Ztunnel) Collect(ch chan<- prometheus.Metric) {
 	}{{ztOpened, &z.opened}, {ztClosed, &z.closed}, {ztSent, &z.sent}, {ztReceived, &z.received}} {
 		ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.v.Load()), lv...)
 	}
+	if o := z.outbound(); o != nil {
+		src := []string{"source", "client", "waypoint", "igw-test", "tcp"}
+		ch <- prometheus.MustNewConstMetric(ztOpened, prometheus.CounterValue, float64(z.tunnels.Load()), src...)
+		ch <- prometheus.MustNewConstMetric(ztClosed, prometheus.CounterValue, float64(z.tunnelsClosed.Load()), src...)
+		for i, b := range o.threadsBusy() {
+			ch <- prometheus.MustNewConstMetric(ztThreadBusy, prometheus.CounterValue, b.Seconds(), fmt.Sprint(i))
+		}
+		ch <- prometheus.MustNewConstMetric(ztHBONEOpened, prometheus.CounterValue, float64(z.hboneOpened.Load()))
+		ch <- prometheus.MustNewConstMetric(ztHBONEOpen, prometheus.GaugeValue, float64(z.hboneOpened.Load()-z.hboneClosed.Load()))
+	}
+}
+
+// outbound is the ztunnel's outbound side, nil when no pod on its node is captured.
+func (z *Ztunnel) outbound() *ztOutbound {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.out
 }
 
 func (z *Ztunnel) close() {
+	if o := z.outbound(); o != nil {
+		o.close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = z.srv.Shutdown(ctx)

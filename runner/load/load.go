@@ -48,6 +48,10 @@ type Spec struct {
 	Names *grpclab.Names `json:"-"`
 	// LongStream makes each h2dial request a long-lived stream, read as it arrives.
 	LongStream bool
+	// ClientPods runs the client in that many mesh client pods at once (an east-west
+	// scenario), each with its own Target (Targets); 0: one client against Target.
+	ClientPods int
+	Targets    []string
 }
 
 func (s Spec) scheme() string {
@@ -97,6 +101,9 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	c, err := Lookup(s.Kind)
 	if err != nil {
 		return nil, err
+	}
+	if len(s.Targets) > 0 {
+		return runPods(ctx, c, s)
 	}
 	return c.Run(ctx, s)
 }

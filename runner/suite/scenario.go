@@ -85,11 +85,22 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 	if err := r.preparePool(ctx, sc); err != nil {
 		return nil, err
 	}
-	gw, err := t.Pods(ctx, gateway.Gateway)
+	// An east-west scenario measures the waypoint's pods where an ingress one measures the
+	// gateway's: the tier the scenario's knobs are on and its client's connections reach.
+	tier := gateway.Gateway
+	if sc.EastWest != nil {
+		tier = gateway.Waypoint
+	}
+	gw, err := t.Pods(ctx, tier)
 	if err != nil {
 		return nil, err
 	}
 	var wp, zt []gateway.Pod
+	if sc.EastWest != nil {
+		if zt, err = t.Pods(ctx, gateway.Ztunnel); err != nil {
+			return nil, err
+		}
+	}
 	if sc.Waypoint {
 		if wp, err = t.Pods(ctx, gateway.Waypoint); err != nil {
 			return nil, err
@@ -105,7 +116,14 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 	if err := t.Apply(ctx, sc); err != nil {
 		return nil, fmt.Errorf("applying knobs: %w", err)
 	}
-	if err := waitInEffect(ctx, t, gw, sc.Knobs, r.names.HCMPrefix, r.o.ApplyTimeout); err != nil {
+	prefix := r.names.HCMPrefix
+	if sc.EastWest != nil {
+		prefix = ""
+		if snaps, _, errs := r.adm().Scrape(ctx, gw); errors.Join(errs...) == nil {
+			prefix = waypointNames(snaps).HCMPrefix
+		}
+	}
+	if err := waitInEffect(ctx, t, gw, tier, sc.Knobs, prefix, r.o.ApplyTimeout); err != nil {
 		return nil, err
 	}
 	r.prog.step("settling %s", sc.Load.Settle)
@@ -124,15 +142,15 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	pre, preRaw, err := r.quiet(ctx, gw)
+	pre, preRaw, names, err := r.quiet(ctx, gw, sc.EastWest != nil)
 	if err != nil {
 		return nil, err
 	}
 	wpPre, wpPreRaw, _ := r.adm().Scrape(ctx, wp)
-	_, ztPreRaw, _ := r.adm().Scrape(ctx, zt)
+	ztPre, ztPreRaw, _ := r.adm().Scrape(ctx, zt)
 	kl, _ := t.Pods(ctx, gateway.Kubelet)
 	klPre, klPreRaw, _ := r.adm().ScrapePath(ctx, kl, gateway.KubeletCAdvisor)
-	smp := measure.NewSampler(t, gw, r.names, pre)
+	smp := measure.NewSampler(t, gw, names, pre)
 	podNames := make([]string, len(gw))
 	for i, p := range gw {
 		podNames[i] = p.Name
@@ -159,9 +177,8 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 		postErrs, there = lastForGone(gw, smp, post, postRaw, postErrs)
 	}
 	wpPost, wpPostRaw, _ := r.adm().Scrape(context.WithoutCancel(ctx), wp)
-	_, ztPostRaw, _ := r.adm().Scrape(context.WithoutCancel(ctx), zt)
+	ztPost, ztPostRaw, _ := r.adm().Scrape(context.WithoutCancel(ctx), zt)
 	klPost, klPostRaw, _ := r.adm().ScrapePath(context.WithoutCancel(ctx), kl, gateway.KubeletCAdvisor)
-	names := r.names
 	if n, err := stats.Discover(append(pre, post...), "httpbin"); err == nil {
 		names.Cluster = n.Cluster
 	}
@@ -209,6 +226,13 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 		in.Post = append(in.Post, stats.Extract(post[i], names))
 	}
 	in.CPUPre, in.CPUPost = containerCPU(klPre), containerCPU(klPost)
+	if sc.EastWest != nil {
+		in.Tier = gateway.Waypoint
+		for i, p := range zt {
+			in.ZtunnelPre = append(in.ZtunnelPre, stats.ExtractZtunnel(p.Name, ztPre[i]))
+			in.ZtunnelPost = append(in.ZtunnelPost, stats.ExtractZtunnel(p.Name, ztPost[i]))
+		}
+	}
 	if len(wp) > 0 {
 		wn := waypointNames(append(wpPre, wpPost...))
 		for i := range wp {
@@ -223,29 +247,37 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 // the gateway's listener: every connection of the window is then the client's own. A warm-up
 // client closes its connections as it ends; if some stay open (another client, a connection
 // being torn down) after quietWait, the window starts anyway and a warning says how many.
-func (r *run) quiet(ctx context.Context, gw []gateway.Pod) ([]stats.Snapshot, [][]byte, error) {
+func (r *run) quiet(ctx context.Context, gw []gateway.Pod, waypoints bool) ([]stats.Snapshot, [][]byte, stats.Names, error) {
 	deadline := r.now().Add(quietWait)
+	tier := "gateway"
+	if waypoints {
+		tier = "waypoint"
+	}
 	for {
 		pre, preRaw, preErrs := r.adm().Scrape(ctx, gw)
 		if err := errors.Join(preErrs...); err != nil {
-			return nil, nil, fmt.Errorf("reading stats before the load: %w", err)
+			return nil, nil, stats.Names{}, fmt.Errorf("reading stats before the load: %w", err)
 		}
-		if names, err := stats.Discover(pre, "httpbin"); err == nil && r.names.HCMPrefix == "" {
+		if names, err := stats.Discover(pre, "httpbin"); err == nil && r.names.HCMPrefix == "" && !waypoints {
 			r.names = names
 			r.sum.Names = names
 		}
+		names := r.names
+		if waypoints {
+			names = waypointNames(pre)
+		}
 		open := 0.0
 		for _, s := range pre {
-			open += stats.Extract(s, r.names).CxActive
+			open += stats.Extract(s, names).CxActive
 		}
 		if open == 0 || r.now().After(deadline) || ctx.Err() != nil {
 			if open > 0 {
-				r.warn(fmt.Sprintf("%d connection(s) were still open on the gateway when the window began (opened before it: they count in downstream_cx_active, not in the window's connections)", int(open)))
+				r.warn(fmt.Sprintf("%d connection(s) were still open on the %s when the window began (opened before it: they count in downstream_cx_active, not in the window's connections)", int(open), tier))
 			}
-			return pre, preRaw, nil
+			return pre, preRaw, names, nil
 		}
 		if err := r.wait(ctx, 100*time.Millisecond); err != nil {
-			return nil, nil, err
+			return nil, nil, stats.Names{}, err
 		}
 	}
 }
@@ -292,12 +324,17 @@ func (r *run) runLoad(ctx context.Context, spec load.Spec, dir string, hooks []g
 }
 
 // waypointNames finds the waypoint's HCM prefix: its listener names are not the gateway's, so
-// take whichever non-admin HCM carried the most connections.
+// take whichever HCM serving requests carried the most connections (ties by name). Not the
+// admin's, nor connect_terminate, the HCM Istio gives the waypoint's HBONE listener
+// (listener_waypoint.go): its streams are tunnels, the requests are served inside them.
 func waypointNames(snaps []stats.Snapshot) stats.Names {
 	best, bestV := "", -1.0
 	for _, s := range snaps {
 		for k, v := range s.LabelValues("envoy_http_downstream_cx_http2_total", "http_conn_manager_prefix") {
-			if k != "admin" && k != "prometheus_stats" && v > bestV {
+			if k == "admin" || k == "prometheus_stats" || k == "connect_terminate" {
+				continue
+			}
+			if v > bestV || (v == bestV && k < best) {
 				best, bestV = k, v
 			}
 		}
@@ -335,6 +372,9 @@ func (r *run) loadSpec(sc stacks.Scenario) (load.Spec, error) {
 	if c.Slow != nil {
 		spec.SlowPath, spec.SlowWorkers = c.Slow.Path, c.Slow.Workers
 	}
+	if sc.EastWest != nil {
+		spec.ClientPods = sc.EastWest.Clients
+	}
 	for k, v := range c.Headers {
 		if strings.Contains(v, "${JWT}") {
 			issuer := "igwlab.local"
@@ -359,6 +399,9 @@ func writeScenarioFile(path string, lab *stacks.Scenario, run stacks.Scenario, d
 		"name": run.Name, "title": run.Title, "teaches": run.Teaches, "watch": run.Watch,
 		"target": info.Name, "file": lab.File, "client": run.Client, "load": run.Load,
 		"knobs_in_force": run.Knobs.Effective(), "filters": run.Filters, "waypoint": run.Waypoint,
+	}
+	if run.EastWest != nil {
+		doc["east_west"] = run.EastWest
 	}
 	if why != "" {
 		doc["local_departures_why"] = why

@@ -138,7 +138,15 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // and like the cluster target it returns once the replaced listeners have drained, so that
 // no connection of the previous setup is left when the scenario is measured.
 func (l *Local) Apply(ctx context.Context, sc stacks.Scenario) error {
-	l.Pool.Apply(emulator.Setup{Knobs: sc.Knobs, Filters: sc.Filters, Waypoint: sc.Waypoint})
+	s := emulator.Setup{Knobs: sc.Knobs, Filters: sc.Filters, Waypoint: sc.Waypoint}
+	if sc.EastWest != nil {
+		// The knobs are the waypoint's: an EnvoyFilter on the waypoint, not the gateway.
+		if _, err := l.Pool.ApplyEastWest(s, *sc.EastWest); err != nil {
+			return err
+		}
+	} else {
+		l.Pool.Apply(s)
+	}
 	return l.Pool.WaitDrained(ctx)
 }
 
@@ -186,6 +194,18 @@ func (l *Local) Admin(ctx context.Context, pod gateway.Pod, path string) ([]byte
 // Load implements Target.
 func (l *Local) Load(ctx context.Context, spec load.Spec) (*load.Result, error) {
 	spec.Target, spec.TLS = l.Pool.VIP(), l.Pool.Config().TLS
+	if spec.ClientPods > 0 {
+		// Each client pod's client connects to the service from its own pod: its node's
+		// ztunnel captures it (east-west, no gateway and no TLS of the gateway's).
+		pods, err := l.Pool.ClientPods(spec.ClientPods)
+		if err != nil {
+			return nil, err
+		}
+		spec.TLS, spec.Targets = false, nil
+		for _, cp := range pods {
+			spec.Targets = append(spec.Targets, cp.Addr)
+		}
+	}
 	if spec.LB == load.RoundRobin {
 		// A headless Service's DNS name answers with every ready pod's own address: the
 		// client connects to each, past the L4 balancer; asked again (on a lost connection),
