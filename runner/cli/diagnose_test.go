@@ -94,6 +94,10 @@ func TestDiagnoseBadFlags(t *testing.T) {
 		{"diagnose", "--admin", "http://127.0.0.1:15000", "--gateway", "nginx"},
 		{"diagnose", "--admin", "http://127.0.0.1:15000", "--gateway", "envoy-gateway"},
 		{"diagnose", "--admin", "http://127.0.0.1:15000", "--gateway", "istio", "--gateway-port", "70000"},
+		{"diagnose", "--ztunnel", "http://127.0.0.1:15020/metrics"},
+		{"diagnose", "--prometheus", "http://127.0.0.1:9", "--waypoint-admin", "http://127.0.0.1:15000"},
+		{"diagnose", "--waypoint-admin", "127.0.0.1:15000"},
+		{"diagnose", "--waypoint-admin", "http://127.0.0.1:15000", "--duration", "0s"},
 	} {
 		var out, errb bytes.Buffer
 		if code := Main(context.Background(), args, &out, &errb); code != 2 {

@@ -89,6 +89,8 @@ type Report struct {
 	Names    map[string]string `json:"names"`
 	// Baseline is what moved since an earlier reading (--baseline).
 	Baseline *Change `json:"baseline,omitempty"`
+	// Ambient is the tier-by-tier reading of an ambient mesh (--waypoint-admin, --ztunnel).
+	Ambient *Ambient `json:"ambient,omitempty"`
 	// Fix is the lever in the configuration of the gateway --gateway names.
 	Fix *fix.Rendering `json:"fix,omitempty"`
 }

@@ -95,5 +95,6 @@ func (p *Pool) ClientPods(n int) ([]ClientPod, error) {
 }
 
 // clientPodName names client pod i like a Deployment's pod.
-func clientPodName(i int) string { return fmt.Sprintf("client-7c9f6d5b8-%s", ztunnelName(100+i)[len("ztunnel-"):]) }
-
+func clientPodName(i int) string {
+	return fmt.Sprintf("client-7c9f6d5b8-%s", ztunnelName(100 + i)[len("ztunnel-"):])
+}

@@ -93,7 +93,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if s.Duration <= 0 {
 		return nil, errors.New("load: duration must be positive")
 	}
-	if !s.AllowRemote {
+	if !s.AllowRemote && len(s.Targets) == 0 {
 		if err := checkLoopback(s.Target); err != nil {
 			return nil, err
 		}

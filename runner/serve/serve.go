@@ -65,6 +65,7 @@ func Run(ctx context.Context, o Options) (*suite.Summary, error) {
 	for _, p := range pods {
 		fmt.Fprintf(o.Out, "  pod %s admin %s/stats/prometheus\n", p.Name, p.Admin)
 	}
+	writeAmbient(ctx, o.Out, t, sc)
 	if k, err := t.Pods(ctx, gateway.Kubelet); err == nil && len(k) > 0 {
 		fmt.Fprintf(o.Out, "  node %s kubelet %s%s (the pods' CPU and CFS throttling, as cAdvisor names them)\n", k[0].Name, k[0].Admin, gateway.KubeletCAdvisor)
 	}

@@ -11,8 +11,10 @@ import (
 // and the HBONE connections its outbound pool opened.
 type Ztunnel struct {
 	Name string `json:"name"`
-	// Tunnels are the connections it opened as the source's proxy.
-	Tunnels float64 `json:"tunnels"`
+	// Tunnels are the connections it opened as the source's proxy, TunnelsOpen those still
+	// open.
+	Tunnels     float64 `json:"tunnels"`
+	TunnelsOpen float64 `json:"tunnels_open"`
 	// ThreadBusyS is each runtime thread's work in seconds, by thread index (nil: not measured).
 	ThreadBusyS []float64 `json:"thread_busy_s,omitempty"`
 	// HBONEOpened are the HBONE connections its outbound pool opened, HBONEActive those open
@@ -32,7 +34,9 @@ const (
 
 // ExtractZtunnel reads a ztunnel's page.
 func ExtractZtunnel(name string, s Snapshot) Ztunnel {
-	z := Ztunnel{Name: name, Tunnels: s.Sum("istio_tcp_connections_opened_total", Labels{"reporter": "source"}),
+	src := Labels{"reporter": "source"}
+	opened := s.Sum("istio_tcp_connections_opened_total", src)
+	z := Ztunnel{Name: name, Tunnels: opened, TunnelsOpen: opened - s.Sum("istio_tcp_connections_closed_total", src),
 		HBONEOpened: s.Sum(ZtunnelHBONEOpened, nil), HBONEActive: s.Sum(ZtunnelHBONEActive, nil)}
 	byThread := s.LabelValues(ZtunnelThreadBusy, "thread")
 	var ids []int

@@ -29,6 +29,8 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 	podLabel := fs.String("pod-label", "pod", "with --prometheus: the label naming the pod")
 	podRegex := fs.String("pod-regex", "istio-ingressgateway-.*", "with --prometheus: the gateway pods, by that label")
 	admin := fs.String("admin", "", "read these Envoy admin endpoints directly (comma-separated base URLs, e.g. from igwlab serve or your port-forwards)")
+	waypointAdmin := fs.String("waypoint-admin", "", "ambient: also read these waypoint pods' Envoy admin endpoints (comma-separated base URLs) and say at which tier the load concentrates; without --admin, the waypoint is the pool diagnosed")
+	ztunnels := fs.String("ztunnel", "", "ambient: also read these ztunnels' metrics (comma-separated URLs of :15020/metrics, as igwlab serve prints them) for the tier-by-tier verdict")
 	cadvisor := fs.String("cadvisor", "", "with --admin: also read these kubelets' cAdvisor metrics (comma-separated URLs of /metrics/cadvisor, as igwlab serve prints its node's) for the pods' CPU limits and throttling")
 	var k diagnose.KubeOptions
 	fs.StringVar(&k.Kubeconfig, "kubeconfig", "", "read the gateway pods' Envoy admin through Kubernetes, with this kubeconfig (default $KUBECONFIG, then ~/.kube/config); any of --kubeconfig, --context, --namespace, --selector chooses Kubernetes")
@@ -64,10 +66,17 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 		if *timeout <= 0 || *timeout > 10*time.Minute {
 			return Usagef("--timeout %s: allowed (0, 10m]", *timeout)
 		}
+		tiered := *waypointAdmin != "" || *ztunnels != ""
+		if tiered && (*promURL != "" || kubeSet) {
+			return Usagef("--waypoint-admin and --ztunnel: go with --admin (or alone); through Prometheus or Kubernetes the tiers are not read yet")
+		}
+		if *ztunnels != "" && *admin == "" && *waypointAdmin == "" {
+			return Usagef("--ztunnel: goes with --admin or --waypoint-admin (the Envoy tier it feeds)")
+		}
 		if *cadvisor != "" && *admin == "" {
 			return Usagef("--cadvisor: goes with --admin (through Prometheus or Kubernetes the nodes' cAdvisor metrics are read without it)")
 		}
-		if (*admin != "" || kubeSet) && (*duration <= 0 || *duration > time.Hour) {
+		if (*admin != "" || kubeSet || tiered) && (*duration <= 0 || *duration > time.Hour) {
 			return Usagef("--duration %s: allowed (0, 1h]", *duration)
 		}
 		if err := gw.check(); err != nil {
@@ -128,14 +137,29 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 			}
 			fmt.Fprintf(stderr, "diagnose: watching the pods %s in %s for %s\n", k.Selector, k.Namespace, *duration)
 			src = s
+		case *waypointAdmin != "":
+			// An east-west mesh without an ingress gateway: the waypoint is the pool.
 		default:
 			return Usagef("diagnose needs a source: --prometheus URL, --admin URL,URL,..., or Kubernetes (--context NAME, or --namespace/--selector for the gateway's pods)")
 		}
-		w, err := src.Window(ctx)
+		var tiers *tierSources
+		if tiered {
+			t, err := newTierSources(*admin != "", *waypointAdmin, *ztunnels, *duration, *timeout)
+			if err != nil {
+				return UsageError{err}
+			}
+			tiers = t
+			if src == nil {
+				src = t.waypoint
+			}
+			fmt.Fprintf(stderr, "diagnose: also reading %s for %s\n", t.what(), *duration)
+		}
+		w, amb, err := readTiers(ctx, src, tiers)
 		if err != nil {
 			return err
 		}
 		r := diagnose.Judge(w)
+		r.Ambient = amb
 		if before != nil {
 			c, err := diagnose.Compare(*baseline, before, r)
 			if err != nil {
@@ -174,6 +198,9 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 			return enc.Encode(r)
 		}
 		diagnose.WriteText(stdout, r)
+		if r.Ambient != nil {
+			diagnose.WriteTiersText(stdout, r.Ambient)
+		}
 		return nil
 	}
 }
