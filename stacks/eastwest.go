@@ -15,13 +15,26 @@ type EastWest struct {
 	// each a separate workload identity and address (so ztunnel's pool never shares a
 	// connection between them).
 	Clients int `yaml:"clients"`
+	// Via is what carries the service's traffic: its waypoint (ViaWaypoint, the default), or
+	// ztunnel alone (ViaZtunnel: the service has no waypoint, the destination node's ztunnel
+	// takes the tunnel to the pod: ambient's L4).
+	Via string `yaml:"via"`
 	// Ztunnel is the node proxies' settings (Istio's ztunnel chart: env of the DaemonSet).
 	Ztunnel Ztunnel `yaml:"ztunnel"`
 }
 
+// What carries an east-west scenario's traffic.
+const (
+	ViaWaypoint = "waypoint"
+	ViaZtunnel  = "ztunnel"
+)
+
 // Ztunnel is ztunnel's settings, with its own names (src/config.rs); zero keeps its default.
 type Ztunnel struct {
-	// Workers is WORKER_THREADS: the proxy runtime's threads (2 before istio/ztunnel#1993).
+	// Workers is ZTUNNEL_WORKER_THREADS: the data-plane runtime's threads (src/app.rs,
+	// new_data_plane_pool). 2 by default through ztunnel 1.30 (the lab's Istio 1.27 runs 2);
+	// from 1.31 (istio/ztunnel#1993) the default follows the CPU limit the chart passes, else
+	// max(a quarter of the node's cores, the CPU request, 2).
 	Workers int `yaml:"workers"`
 	// PoolMaxStreamsPerConn is POOL_MAX_STREAMS_PER_CONNECTION: tunnels one HBONE connection
 	// carries before the pool opens another to the same destination pod (100).
@@ -53,7 +66,7 @@ func (z Ztunnel) WithDefaults() Ztunnel {
 func (z Ztunnel) Env() map[string]string {
 	env := map[string]string{}
 	if z.Workers != 0 {
-		env["WORKER_THREADS"] = fmt.Sprint(z.Workers)
+		env["ZTUNNEL_WORKER_THREADS"] = fmt.Sprint(z.Workers)
 	}
 	if z.PoolMaxStreamsPerConn != 0 {
 		env["POOL_MAX_STREAMS_PER_CONNECTION"] = fmt.Sprint(z.PoolMaxStreamsPerConn)
@@ -84,6 +97,7 @@ func checkEastWest(s *Scenario, bad func(field, msg string), intRange func(field
 		bad("east_west.ztunnel.pool_unused_release_timeout", fmt.Sprintf("%s is out of range (allowed 1s..24h)", ew.Ztunnel.PoolUnusedReleaseTimeout))
 	}
 	oneOf("client.kind", s.Client.Kind, eastWestClients)
+	oneOf("east_west.via", ew.Via, []string{"", ViaWaypoint, ViaZtunnel})
 	if s.Waypoint {
 		bad("waypoint", "an east_west scenario goes through the waypoint already; waypoint: true is for ingress through it")
 	}

@@ -77,7 +77,7 @@ var (
 	namePattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 	feedPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 ._-]{0,39}$`)
 	rolePattern   = regexp.MustCompile(`^[a-z][a-z-]{0,31}$`)
-	hypotheses    = []string{"", "H-A", "H-B", "H-C", "H-D", "H-E", "S11", "WAYPOINT", "S12", "S9", "S10", "S8", "S15", "S16", "S17", "S18", "S19", "S20", "S21", "EW"}
+	hypotheses    = []string{"", "H-A", "H-B", "H-C", "H-D", "H-E", "S11", "WAYPOINT", "S12", "S9", "S10", "S8", "S15", "S16", "S17", "S18", "S19", "S20", "S21", "EW", "ZT"}
 	jwtModes      = []string{"permissive", "strict"}
 	responseFlags = []string{"DC", "DF", "DI", "DO", "DPE", "FI", "IH", "LH", "LR", "NC", "NFCF", "NR", "OM",
 		"RFCF", "RL", "RLSE", "SI", "UAEX", "UC", "UF", "UH", "UMSDR", "UO", "UPE", "UR", "URX", "UT"}

@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"fmt"
-	"math"
 )
 
 // The east-west calls: mesh clients through a waypoint, their connections carried by ztunnel
@@ -52,9 +51,9 @@ func init() {
 		check{id: "EW pool", title: "ztunnel's pool limit does not move the pods' spread", roles: []string{"pinned", "pooled"},
 			eval: func(get lookup, _ int) (string, float64, string, nums, string) {
 				a, b := get("pinned"), get("pooled")
-				ha, hb := math.NaN(), math.NaN()
+				ha, hb := "n/a", "n/a"
 				if a.Ztunnel != nil && b.Ztunnel != nil {
-					ha, hb = a.Ztunnel.HBONEConnections, b.Ztunnel.HBONEConnections
+					ha, hb = hboneText(*a.Ztunnel), hboneText(*b.Ztunnel)
 				}
 				// The same client connections give the same tunnels, placed by the same rule:
 				// the spread is chance's for them again, however many HBONE connections carry them.
@@ -63,12 +62,44 @@ func init() {
 					v = Confirmed
 				}
 				return v, ratioOf(b.ConnectionsTotal, a.ConnectionsTotal), "pooled tunnels / pinned tunnels",
-					nums{"pinned_k": a.ConnectionsTotal, "pooled_k": b.ConnectionsTotal, "pinned_cv": a.CV, "pooled_cv": b.CV,
-						"pinned_hbone": ha, "pooled_hbone": hb},
-					fmt.Sprintf("tunnels %d and %d; HBONE connections open %s and %s; waypoint %s vs %s: the pod is picked per client connection, before the pool",
-						int(a.ConnectionsTotal), int(b.ConnectionsTotal), numText(ha), numText(hb), cvText(b), cvText(a))
+					nums{"pinned_k": a.ConnectionsTotal, "pooled_k": b.ConnectionsTotal, "pinned_cv": a.CV, "pooled_cv": b.CV},
+					fmt.Sprintf("tunnels %d and %d; HBONE connections %s vs %s; waypoint %s vs %s: the pod is picked per client connection, before the pool",
+						int(a.ConnectionsTotal), int(b.ConnectionsTotal), hb, ha, cvText(b), cvText(a))
+			}},
+		check{id: "ZT threads", title: "more ztunnel threads carry what two could not", roles: []string{"two-threads", "four-threads"},
+			eval: func(get lookup, _ int) (string, float64, string, nums, string) {
+				a, b := get("two-threads"), get("four-threads")
+				za, zb := ztunnelOf(a), ztunnelOf(b)
+				// Two threads saturated, four not, doing more work than two can: the HBONE
+				// connections' tasks spread over the threads there are (tokio steals queued
+				// tasks for idle workers).
+				v := Refuted
+				if za.HotThreadBusy >= 0.95 && zb.HotThreadBusy < 0.9 && zb.CoresUsed() > float64(za.Threads) {
+					v = Confirmed
+				}
+				return v, ratioOf(zb.HotThreadBusy, za.HotThreadBusy), "hottest thread, 4 / 2 threads", ztunnelNums(za, zb, a, b),
+					fmt.Sprintf("%s vs %s; %.0f rps vs %.0f, p99 %.1f ms vs %.1f ms", threadsText(zb), threadsText(za), b.RPS, a.RPS, b.P99Ms, a.P99Ms)
 			}},
 	)
+}
+
+// ztunnelOf is a result's ztunnel tier (zero where the scenario had none).
+func ztunnelOf(r *Result) ZtunnelTier {
+	if r.Ztunnel == nil {
+		return ZtunnelTier{}
+	}
+	return *r.Ztunnel
+}
+
+// ztunnelNums are the numbers of a comparison of two ztunnel set-ups.
+func ztunnelNums(za, zb ZtunnelTier, a, b *Result) nums {
+	return nums{"a_hot_thread": za.HotThreadBusy, "b_hot_thread": zb.HotThreadBusy, "a_threads": float64(za.Threads), "b_threads": float64(zb.Threads),
+		"a_hbone": za.HBONEConnections, "b_hbone": zb.HBONEConnections, "a_cores": za.CoresUsed(), "b_cores": zb.CoresUsed(), "a_rps": a.RPS, "b_rps": b.RPS, "a_p99_ms": a.P99Ms, "b_p99_ms": b.P99Ms}
+}
+
+// threadsText describes a ztunnel tier's threads.
+func threadsText(z ZtunnelTier) string {
+	return fmt.Sprintf("%d threads (%.2f cores busy, hottest %.0f%%) on %d HBONE connection(s)", z.Threads, z.CoresUsed(), 100*z.HotThreadBusy, int(z.HBONEConnections))
 }
 
 // idlePods counts the pods of a result's tier that took no connection.
@@ -82,10 +113,9 @@ func idlePods(r *Result) int {
 	return n
 }
 
-// numText prints a count, or "n/a" for one not measured.
-func numText(x float64) string {
-	if math.IsNaN(x) {
-		return "n/a"
-	}
-	return fmt.Sprint(int(x))
+// hboneText says how many HBONE connections the pool opened in the window and held at its
+// end: a pool that reuses its connections opens none, one that gives each tunnel its own
+// opens one a tunnel and closes it with the tunnel.
+func hboneText(z ZtunnelTier) string {
+	return fmt.Sprintf("%d opened in the window, %d open at its end", int(z.HBONEOpened), int(z.HBONEConnections))
 }

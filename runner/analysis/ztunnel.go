@@ -23,9 +23,13 @@ type ZtunnelTier struct {
 	Threads       int     `json:"threads,omitempty"`
 	HotThreadBusy float64 `json:"hot_thread_busy,omitempty"`
 	HotThreadOf   string  `json:"hot_thread_of,omitempty"`
-	// MeanThreadBusy is that ztunnel's threads' mean share.
+	// MeanThreadBusy is that ztunnel's threads' mean share; times Threads, the cores its data
+	// plane kept busy (CoresUsed).
 	MeanThreadBusy float64 `json:"mean_thread_busy,omitempty"`
 }
+
+// CoresUsed is the busiest ztunnel's data-plane work over the window, in cores.
+func (z ZtunnelTier) CoresUsed() float64 { return z.MeanThreadBusy * float64(z.Threads) }
 
 // ztunnelTier reads the ztunnels' deltas over a window (matched by name); nil without any.
 func ztunnelTier(pre, post []stats.Ztunnel, window time.Duration) *ZtunnelTier {

@@ -48,6 +48,12 @@ func StartBackends(replicas int) (*Backends, error) {
 			return nil, err
 		}
 		srv := &http.Server{Handler: hb, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+		// HTTP/1.1 as the gateway's upstream speaks it, and HTTP/2 with prior knowledge for
+		// the mesh clients that reach a replica through ztunnel alone (the 23-zt scenarios,
+		// local only): go-httpbin's own server takes HTTP/1.1 only.
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+		srv.Protocols.SetUnencryptedHTTP2(true)
 		b.httpSrv = append(b.httpSrv, srv)
 		b.HTTPBin = append(b.HTTPBin, hl.Addr().String())
 		go func() {

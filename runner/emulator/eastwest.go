@@ -21,7 +21,12 @@ func (p *Pool) ApplyEastWest(s Setup, ew stacks.EastWest) (int, error) {
 		return 0, fmt.Errorf("east-west: the pool has no waypoint pods (start it with waypoint pods)")
 	}
 	z := ew.Ztunnel.WithDefaults()
-	zc := ZtunnelConfig{Workers: z.Workers, Cost: model.DefaultZtunnelCost,
+	// ztunnel's work keeps its proportion to Envoy's (model.DefaultZtunnelCost): a scenario
+	// that makes a request heavier on the pool (local.service_time) makes it heavier here too.
+	p.mu.Lock()
+	st := p.cfg.Model.ServiceTime
+	p.mu.Unlock()
+	zc := ZtunnelConfig{Workers: z.Workers, Cost: model.DefaultZtunnelCost.Scaled(st, model.DefaultCost.ServiceTime),
 		Pool: model.HBONEPoolConfig{MaxStreamsPerConn: z.PoolMaxStreamsPerConn, UnusedRelease: z.PoolUnusedReleaseTimeout.D()}}
 	if err := zc.Check(); err != nil {
 		return 0, err
@@ -38,13 +43,21 @@ func (p *Pool) ApplyEastWest(s Setup, ew stacks.EastWest) (int, error) {
 	for _, pod := range p.waypoints {
 		drained += pod.apply(cfg, changed, p.cfg.ListenerDrainTime)
 	}
+	dst := p.waypointDsts
+	if ew.Via == stacks.ViaZtunnel {
+		dst = p.backendDsts
+	}
 	for i, zt := range p.backends.Ztunnels {
 		zt.mu.Lock()
 		if zt.out == nil {
-			zt.out = newZtOutbound(zt, p.clock, zc, model.ScenarioSeed(p.cfg.Seed^uint64(0x2e7+i), p.applied), p.Waypoints)
+			zt.out = newZtProxy(zt, p.clock, zc, model.ScenarioSeed(p.cfg.Seed^uint64(0x2e7+i), p.applied))
+			if err := zt.out.listenInbound([]string{p.backends.HTTPBin[i]}); err != nil {
+				zt.mu.Unlock()
+				return 0, err
+			}
 		}
 		zt.mu.Unlock()
-		zt.out.reconfigure(zc)
+		zt.out.reconfigure(zc, dst)
 	}
 	for len(p.clients) < ew.Clients {
 		i := len(p.clients)
@@ -58,6 +71,28 @@ func (p *Pool) ApplyEastWest(s Setup, ew stacks.EastWest) (int, error) {
 	p.event("apply", "", fmt.Sprintf("east-west generation %d, changed %v, %d waypoint connections draining, %d client pods, ztunnel %d workers",
 		gen, changed, drained, ew.Clients, zc.Workers))
 	return drained, nil
+}
+
+// waypointDsts are the waypoint's pods as ztunnel reaches them: HBONE to each pod's 15008.
+func (p *Pool) waypointDsts() []hboneDst {
+	var out []hboneDst
+	for _, wp := range p.waypoints {
+		a := wp.HBONEAddr()
+		out = append(out, hboneDst{Pod: a, Dial: a, Target: "httpbin.igw-test.svc.cluster.local:8000", ID: waypointIdentity,
+			Ready: a != "" && wp.Serving()})
+	}
+	return out
+}
+
+// backendDsts are httpbin's pods as ztunnel reaches them without a waypoint: HBONE to the pod's
+// 15008, which its node's ztunnel takes.
+func (p *Pool) backendDsts() []hboneDst {
+	var out []hboneDst
+	for i, addr := range p.backends.HTTPBin {
+		zt := p.backends.Ztunnels[i]
+		out = append(out, hboneDst{Pod: addr, Dial: zt.out.inboundAddr(), Target: addr, ID: httpbinIdentity, Ready: true})
+	}
+	return out
 }
 
 // resetWaypoints puts the waypoints back on their own configuration after an east-west

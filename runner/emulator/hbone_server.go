@@ -19,7 +19,8 @@ import (
 // The waypoint's HBONE side, as Istio configures it (pilot/pkg/networking/core/
 // listener_waypoint.go): a listener on 15008 (connect_terminate) whose connection manager
 // accepts CONNECT (allow_connect, stat prefix connect_terminate) with at most 100 streams a
-// connection, "All streams are bound to the same worker" as its comment says; each CONNECT
+// connection, "All streams are bound to the same worker" as its comment says, and balances
+// its connections exactly over the workers (assignExact); each CONNECT
 // stream's bytes go on to the main_internal listener, an internal listener on the same worker
 // (Envoy's internal listeners hand a connection to the worker that made it), where the waypoint's
 // own connection manager serves the client's requests. So a tunnel is served by the worker of
@@ -54,7 +55,7 @@ func (p *Pod) listenHBONE() error {
 	}
 	p.hboneAddr = net.JoinHostPort(p.ip, strconv.Itoa(port))
 	p.hboneStats = model.NewHCMStats(p.store, "connect_terminate", p.listenerAddr)
-	for i, ln := range p.hboneLns {
+	for _, ln := range p.hboneLns {
 		go func() {
 			for {
 				c, err := ln.Accept()
@@ -65,11 +66,27 @@ func (p *Pod) listenHBONE() error {
 					time.Sleep(5 * time.Millisecond)
 					continue
 				}
-				go p.serveHBONE(p.assign(i, c.RemoteAddr()), c)
+				go p.serveHBONE(p.assignExact(), c)
 			}
 		}()
 	}
 	return nil
+}
+
+// assignExact places an HBONE connection on the worker with the fewest, as Istio configures
+// the waypoint's HBONE listener (buildConnectTerminateListener: ConnectionBalanceConfig
+// ExactBalance, since istio/istio#52906: Envoy's default put four HBONE connections 4:0 on two
+// workers), whatever the scenario's knobs say of the pod's own listener.
+func (p *Pod) assignExact() *Worker {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	active := make([]int64, len(p.workers))
+	for i, w := range p.workers {
+		active[i] = w.active.Load()
+	}
+	w := p.workers[model.PickWorker(model.Accept{Exact: true}, active, p.rng)]
+	w.active.Add(1)
+	return w
 }
 
 // HBONEAddr is where the waypoint pod takes HBONE connections ("" without the listener).

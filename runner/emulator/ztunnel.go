@@ -30,9 +30,11 @@ type Ztunnel struct {
 	opened, closed, sent, received atomic.Int64
 	// out is its outbound side, for the mesh pods on its node (ztunnel_outbound.go); nil
 	// until a pod on the node is captured.
-	out *ztOutbound
+	out *ztProxy
 	// tunnels counts the CONNECT streams it opened, hboneOpened the HBONE connections.
 	tunnels, tunnelsClosed, hboneOpened, hboneClosed atomic.Int64
+	// inboundTunnels counts the CONNECT streams its inbound side took for its node's pods.
+	inboundTunnels atomic.Int64
 }
 
 // MetricsURL is the base URL of the ztunnel's /metrics.
@@ -97,9 +99,10 @@ func newZtunnel(name, ip string) (*Ztunnel, error) {
 
 var (
 	ztLabels = []string{"reporter", "source_workload", "destination_workload", "destination_workload_namespace", "request_protocol"}
-	// The runtime's threads' work is the lab's own (ztunnel exports no per-thread time); the
-	// HBONE connections are the ones its outbound pool opened.
-	ztThreadBusy  = prometheus.NewDesc(stats.ZtunnelThreadBusy, "Work done by each ztunnel runtime thread (lab-only)", []string{"thread"}, nil)
+	// The runtime's threads as ztunnel's tokio collector exports them; the HBONE connections
+	// its outbound pool opened are the lab's own (ztunnel exports nothing of its pool).
+	ztThreadBusy  = prometheus.NewDesc(stats.ZtunnelThreadBusy, "Total busy duration of each data-plane worker thread", []string{"worker"}, nil)
+	ztWorkers     = prometheus.NewDesc(stats.ZtunnelWorkers, "Data-plane runtime worker threads", nil, nil)
 	ztHBONEOpened = prometheus.NewDesc(stats.ZtunnelHBONEOpened, "HBONE connections the outbound pool opened (lab-only)", nil, nil)
 	ztHBONEOpen   = prometheus.NewDesc(stats.ZtunnelHBONEActive, "HBONE connections open in the outbound pool (lab-only)", nil, nil)
 	ztOpened      = prometheus.NewDesc("istio_tcp_connections_opened_total", "Total connections opened", ztLabels, nil)
@@ -110,7 +113,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (z *Ztunnel) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{ztOpened, ztClosed, ztSent, ztReceived, ztThreadBusy, ztHBONEOpened, ztHBONEOpen} {
+	for _, d := range []*prometheus.Desc{ztOpened, ztClosed, ztSent, ztReceived, ztThreadBusy, ztWorkers, ztHBONEOpened, ztHBONEOpen} {
 		ch <- d
 	}
 }
@@ -128,16 +131,18 @@ func (z *Ztunnel) Collect(ch chan<- prometheus.Metric) {
 		src := []string{"source", "client", "waypoint", "igw-test", "tcp"}
 		ch <- prometheus.MustNewConstMetric(ztOpened, prometheus.CounterValue, float64(z.tunnels.Load()), src...)
 		ch <- prometheus.MustNewConstMetric(ztClosed, prometheus.CounterValue, float64(z.tunnelsClosed.Load()), src...)
-		for i, b := range o.threadsBusy() {
+		busy := o.threadsBusy()
+		for i, b := range busy {
 			ch <- prometheus.MustNewConstMetric(ztThreadBusy, prometheus.CounterValue, b.Seconds(), fmt.Sprint(i))
 		}
+		ch <- prometheus.MustNewConstMetric(ztWorkers, prometheus.GaugeValue, float64(len(busy)))
 		ch <- prometheus.MustNewConstMetric(ztHBONEOpened, prometheus.CounterValue, float64(z.hboneOpened.Load()))
 		ch <- prometheus.MustNewConstMetric(ztHBONEOpen, prometheus.GaugeValue, float64(z.hboneOpened.Load()-z.hboneClosed.Load()))
 	}
 }
 
 // outbound is the ztunnel's outbound side, nil when no pod on its node is captured.
-func (z *Ztunnel) outbound() *ztOutbound {
+func (z *Ztunnel) outbound() *ztProxy {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	return z.out

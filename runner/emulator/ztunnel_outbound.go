@@ -27,7 +27,7 @@ import (
 
 // ZtunnelConfig is what a ztunnel runs with.
 type ZtunnelConfig struct {
-	// Workers is the runtime's worker threads (ztunnel's WORKER_THREADS; 2 until
+	// Workers is the runtime's worker threads (ZTUNNEL_WORKER_THREADS; 2 by default until
 	// istio/ztunnel#1993).
 	Workers int
 	Pool    model.HBONEPoolConfig
@@ -45,11 +45,16 @@ func (c ZtunnelConfig) Check() error {
 	return c.Pool.Check()
 }
 
-// ztOutbound is a ztunnel's outbound side.
-type ztOutbound struct {
+// ztProxy is a ztunnel as a proxy: its outbound side for the pods on its node
+// (ztunnel_outbound.go) and its inbound side for HBONE to them (ztunnel_inbound.go), one
+// runtime for both as in the one ztunnel process.
+type ztProxy struct {
 	z     *Ztunnel
 	clock *Clock
-	dst   func() []*Pod // the destination service's waypoint pods
+	dst   func() []hboneDst // where the destination service's connections go
+	// inbound is the HBONE listener (15008) for the node's pods; backends what it may reach.
+	inbound  net.Listener
+	backends []string
 
 	mu    sync.Mutex
 	cfg   ZtunnelConfig
@@ -80,14 +85,23 @@ type ztHBONE struct {
 	err   error
 }
 
-func newZtOutbound(z *Ztunnel, clock *Clock, cfg ZtunnelConfig, seed uint64, dst func() []*Pod) *ztOutbound {
-	return &ztOutbound{z: z, clock: clock, dst: dst, cfg: cfg, rt: model.NewRuntime(cfg.Workers),
+// hboneDst is one endpoint of the destination service as ztunnel reaches it: the pod (a
+// waypoint pod, or the destination pod itself), the address it dials for it (the waypoint
+// pod's 15008, or the destination node's ztunnel, which takes the pod's 15008), the address
+// the CONNECT names, the pod's identity, and whether it is ready.
+type hboneDst struct {
+	Pod, Dial, Target, ID string
+	Ready                 bool
+}
+
+func newZtProxy(z *Ztunnel, clock *Clock, cfg ZtunnelConfig, seed uint64) *ztProxy {
+	return &ztProxy{z: z, clock: clock, cfg: cfg, rt: model.NewRuntime(cfg.Workers),
 		rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), pool: map[model.HBONEKey][]*ztHBONE{}}
 }
 
 // capture starts intercepting a client pod's outbound connections; Addr is where the pod's
 // client connects (as if to the service's address).
-func (o *ztOutbound) capture(name, identity string) (*capturedPod, error) {
+func (o *ztProxy) capture(name, identity string) (*capturedPod, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(o.z.ip, "0"))
 	if err != nil {
 		return nil, err
@@ -111,42 +125,41 @@ func (o *ztOutbound) capture(name, identity string) (*capturedPod, error) {
 // Addr is where the pod's client connects.
 func (cp *capturedPod) Addr() string { return cp.ln.Addr().String() }
 
-// reconfigure takes new settings (a scenario's): a new thread count is a restarted ztunnel's
-// runtime; the pool's settings apply to the tunnels opened from now on.
-func (o *ztOutbound) reconfigure(cfg ZtunnelConfig) {
+// reconfigure takes new settings and destinations (a scenario's): a new thread count is a
+// restarted ztunnel's runtime; the pool's settings apply to the tunnels opened from now on.
+func (o *ztProxy) reconfigure(cfg ZtunnelConfig, dst func() []hboneDst) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if cfg.Workers != o.cfg.Workers {
 		o.rt = model.NewRuntime(cfg.Workers)
 	}
-	o.cfg = cfg
+	o.cfg, o.dst = cfg, dst
 }
 
-// proxy carries one captured connection to a waypoint pod through a tunnel.
-func (o *ztOutbound) proxy(cp *capturedPod, c net.Conn) {
+// proxy carries one captured connection to an endpoint of the destination through a tunnel.
+func (o *ztProxy) proxy(cp *capturedPod, c net.Conn) {
 	defer c.Close()
-	pods := o.dst()
-	ready := make([]bool, len(pods))
-	for i, p := range pods {
-		ready[i] = p.HBONEAddr() != "" && p.Serving()
-	}
 	o.mu.Lock()
+	dsts := o.dst()
+	ready := make([]bool, len(dsts))
+	for i, d := range dsts {
+		ready[i] = d.Ready
+	}
 	i := model.PickEndpoint(ready, o.rng)
 	o.mu.Unlock()
 	if i < 0 {
 		return
 	}
-	wp := pods[i]
-	key := model.HBONEKey{SrcID: cp.Identity, SrcIP: cp.IP, DstID: waypointIdentity, Dst: wp.HBONEAddr()}
-	hc, err := o.checkout(key)
+	d := dsts[i]
+	key := model.HBONEKey{SrcID: cp.Identity, SrcIP: cp.IP, DstID: d.ID, Dst: d.Pod}
+	hc, err := o.checkout(key, d.Dial)
 	if err != nil {
 		return
 	}
 	defer o.checkin(hc)
 	o.book(hc, o.cfg.Cost.PerTunnel)
 	pr, pw := io.Pipe()
-	req, _ := http.NewRequest(http.MethodConnect, "http://"+wp.HBONEAddr(), pr)
-	req.Host = "httpbin.igw-test.svc.cluster.local:8000"
+	req, _ := http.NewRequest(http.MethodConnect, "http://"+d.Target, pr)
 	resp, err := hc.cc.RoundTrip(req)
 	if err != nil {
 		pw.CloseWithError(err)
@@ -170,7 +183,7 @@ func (o *ztOutbound) proxy(cp *capturedPod, c net.Conn) {
 
 // relay copies src to dst, each read booked on the HBONE connection's task and forwarded
 // when the work is done.
-func (o *ztOutbound) relay(hc *ztHBONE, dst io.Writer, src io.Reader, bytes *atomic.Int64) {
+func (o *ztProxy) relay(hc *ztHBONE, dst io.Writer, src io.Reader, bytes *atomic.Int64) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -188,7 +201,7 @@ func (o *ztOutbound) relay(hc *ztHBONE, dst io.Writer, src io.Reader, bytes *ato
 }
 
 // book queues work on the runtime for the connection's task and waits until it is done.
-func (o *ztOutbound) book(hc *ztHBONE, d time.Duration) {
+func (o *ztProxy) book(hc *ztHBONE, d time.Duration) {
 	now := time.Now()
 	o.mu.Lock()
 	_, end := o.rt.Book(now, hc, d)
@@ -196,8 +209,9 @@ func (o *ztOutbound) book(hc *ztHBONE, d time.Duration) {
 	_ = o.clock.SleepUntil(context.Background(), end)
 }
 
-// checkout takes a stream on a pooled connection for key, dialling one when none has room.
-func (o *ztOutbound) checkout(key model.HBONEKey) (*ztHBONE, error) {
+// checkout takes a stream on a pooled connection for key, dialling one (to dial) when none
+// has room.
+func (o *ztProxy) checkout(key model.HBONEKey, dial string) (*ztHBONE, error) {
 	o.mu.Lock()
 	conns := o.pool[key]
 	states := make([]model.HBONEConn, len(conns))
@@ -209,8 +223,7 @@ func (o *ztOutbound) checkout(key model.HBONEKey) (*ztHBONE, error) {
 	}
 	if i := model.PickHBONE(o.cfg.Pool, states); i >= 0 {
 		hc := conns[i]
-		hc.state.Streams++
-		hc.state.IdleFrom = time.Time{}
+		model.TakeHBONE(o.cfg.Pool, &hc.state)
 		o.mu.Unlock()
 		<-hc.ready
 		if hc.err != nil {
@@ -219,10 +232,11 @@ func (o *ztOutbound) checkout(key model.HBONEKey) (*ztHBONE, error) {
 		}
 		return hc, nil
 	}
-	hc := &ztHBONE{key: key, state: model.HBONEConn{Streams: 1}, ready: make(chan struct{})}
+	hc := &ztHBONE{key: key, ready: make(chan struct{})}
+	model.TakeHBONE(o.cfg.Pool, &hc.state)
 	o.pool[key] = append(conns, hc)
 	o.mu.Unlock()
-	nc, err := net.DialTimeout("tcp", key.Dst, 5*time.Second)
+	nc, err := net.DialTimeout("tcp", dial, 5*time.Second)
 	var cc *http2.ClientConn
 	if err == nil {
 		o.book(hc, o.cfg.Cost.Handshake)
@@ -248,7 +262,7 @@ func (o *ztOutbound) checkout(key model.HBONEKey) (*ztHBONE, error) {
 
 // checkin ends a tunnel's stream; a connection left with none is released after the pool's
 // unused timeout unless a tunnel takes it again.
-func (o *ztOutbound) checkin(hc *ztHBONE) {
+func (o *ztProxy) checkin(hc *ztHBONE) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	hc.state.Streams--
@@ -256,6 +270,11 @@ func (o *ztOutbound) checkin(hc *ztHBONE) {
 		return
 	}
 	hc.state.IdleFrom = time.Now()
+	if model.ReleaseHBONE(o.cfg.Pool, hc.state, hc.state.IdleFrom) { // retired: nothing holds it
+		o.drop(hc)
+		go o.closeConn(hc)
+		return
+	}
 	after := o.cfg.Pool.UnusedRelease
 	if hc.release != nil {
 		hc.release.Stop()
@@ -271,7 +290,7 @@ func (o *ztOutbound) checkin(hc *ztHBONE) {
 }
 
 // drop takes a connection out of the pool (o.mu held).
-func (o *ztOutbound) drop(hc *ztHBONE) {
+func (o *ztProxy) drop(hc *ztHBONE) {
 	hc.state.Closed = true
 	conns := o.pool[hc.key]
 	for i, c := range conns {
@@ -286,7 +305,7 @@ func (o *ztOutbound) drop(hc *ztHBONE) {
 	o.rt.Forget(hc)
 }
 
-func (o *ztOutbound) closeConn(hc *ztHBONE) {
+func (o *ztProxy) closeConn(hc *ztHBONE) {
 	if hc.cc != nil {
 		_ = hc.cc.Close()
 		o.conns.Add(-1)
@@ -295,7 +314,7 @@ func (o *ztOutbound) closeConn(hc *ztHBONE) {
 }
 
 // Close closes every pooled connection and the captured listeners.
-func (o *ztOutbound) close() {
+func (o *ztProxy) close() {
 	o.mu.Lock()
 	var all []*ztHBONE
 	for _, conns := range o.pool {
@@ -315,14 +334,20 @@ func (o *ztOutbound) close() {
 	for _, cp := range pods {
 		cp.ln.Close()
 	}
+	if o.inbound != nil {
+		o.inbound.Close()
+	}
 }
 
 // threadBusy reads each runtime thread's work done.
-func (o *ztOutbound) threadsBusy() []time.Duration {
+func (o *ztProxy) threadsBusy() []time.Duration {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.rt.Busy(time.Now())
 }
 
-// waypointIdentity is the waypoint's SPIFFE identity in the lab's namespace.
-const waypointIdentity = "spiffe://cluster.local/ns/igw-test/sa/waypoint"
+// Identities of the lab's destinations (SPIFFE, in the lab's namespace).
+const (
+	waypointIdentity = "spiffe://cluster.local/ns/igw-test/sa/waypoint"
+	httpbinIdentity  = "spiffe://cluster.local/ns/igw-test/sa/httpbin"
+)

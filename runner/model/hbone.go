@@ -23,7 +23,9 @@ type HBONEKey struct {
 	DstID, Dst   string // Dst is the destination pod's HBONE address (ip:15008)
 }
 
-// HBONEPoolConfig is the pool's settings, with ztunnel's names (src/config.rs).
+// HBONEPoolConfig is the pool's settings, with ztunnel's names (src/config.rs). ztunnel sets
+// no connection lifetime: a pooled connection lives until it is unused for UnusedRelease, its
+// peer goes away or a ping (every 10 s) goes unanswered for 20 s (src/proxy/h2.rs).
 type HBONEPoolConfig struct {
 	// MaxStreamsPerConn is pool_max_streams_per_conn (env POOL_MAX_STREAMS_PER_CONNECTION):
 	// tunnels a connection carries at once before the pool opens another to the same key.
@@ -53,24 +55,43 @@ type HBONEConn struct {
 	Streams  int       // tunnels open on it
 	IdleFrom time.Time // when its last tunnel closed (zero while it has one)
 	Closed   bool      // the peer went away, or it was released
+	// Retired is a connection that reached the stream limit: the pool took it out and never
+	// hands it out again, even once its streams end; it closes with its last stream
+	// (maybe_checkin_conn: "removed from pool" when will_be_at_max_streamcount).
+	Retired bool
 }
 
-// PickHBONE says which of a key's connections a new tunnel rides, or -1 to open a new one:
-// the first connection that is open and below the stream limit, in the order they were
-// opened, as the pool hands back a connection with room before it dials (WorkloadHBONEPool::
-// connect: a checkout of an existing connection; a new one only when none can take a stream).
+// PickHBONE says which of a key's connections a new tunnel rides, or -1 to open a new one. The
+// pool holds at most one connection per key that can take streams: a checkout takes it out and
+// the check-in puts it back unless this stream brings it to the limit (src/proxy/pool.rs,
+// checkout_conn_under_writelock and maybe_checkin_conn, under the key's lock). So tunnels fill
+// one connection, then the next: no spreading over several.
 func PickHBONE(c HBONEPoolConfig, conns []HBONEConn) int {
 	for i, hc := range conns {
-		if !hc.Closed && hc.Streams < c.MaxStreamsPerConn {
+		if !hc.Closed && !hc.Retired && hc.Streams < c.MaxStreamsPerConn {
 			return i
 		}
 	}
 	return -1
 }
 
-// ReleaseHBONE says whether a connection has been unused long enough to close.
+// TakeHBONE counts a new tunnel on a connection, retiring it when the tunnel brings it to the
+// stream limit (stream_count + 1 >= max_allowed_streams at check-in).
+func TakeHBONE(c HBONEPoolConfig, hc *HBONEConn) {
+	hc.Streams++
+	hc.IdleFrom = time.Time{}
+	if hc.Streams >= c.MaxStreamsPerConn {
+		hc.Retired = true
+	}
+}
+
+// ReleaseHBONE says whether a connection with no tunnel left closes: a retired one at once
+// (nothing holds it), one in the pool once unused for the release timeout.
 func ReleaseHBONE(c HBONEPoolConfig, hc HBONEConn, now time.Time) bool {
-	return !hc.Closed && hc.Streams == 0 && !hc.IdleFrom.IsZero() && now.Sub(hc.IdleFrom) >= c.UnusedRelease
+	if hc.Closed || hc.Streams > 0 || hc.IdleFrom.IsZero() {
+		return false
+	}
+	return hc.Retired || now.Sub(hc.IdleFrom) >= c.UnusedRelease
 }
 
 // PickEndpoint is ztunnel's choice of a destination pod for a new connection to a service (a
@@ -116,6 +137,16 @@ type ZtunnelCost struct {
 // 45 µs each plus 2 µs per KiB as Envoy's bytes are counted.
 var DefaultZtunnelCost = ZtunnelCost{PerChunk: 45 * time.Microsecond, PerKiB: 2 * time.Microsecond,
 	PerTunnel: 30 * time.Microsecond, Handshake: 300 * time.Microsecond}
+
+// Scaled is c with every cost multiplied by num/den (a pool whose requests cost num where
+// the default's cost den).
+func (c ZtunnelCost) Scaled(num, den time.Duration) ZtunnelCost {
+	if num <= 0 || den <= 0 || num == den {
+		return c
+	}
+	f := func(d time.Duration) time.Duration { return time.Duration(float64(d) * float64(num) / float64(den)) }
+	return ZtunnelCost{PerChunk: f(c.PerChunk), PerKiB: f(c.PerKiB), PerTunnel: f(c.PerTunnel), Handshake: f(c.Handshake)}
+}
 
 // Chunk is the work to relay n bytes read at once.
 func (c ZtunnelCost) Chunk(n int) time.Duration {

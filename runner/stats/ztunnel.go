@@ -3,6 +3,7 @@ package stats
 import (
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Ztunnel is what one ztunnel's metrics page (:15020/metrics) says of its load: the
@@ -15,7 +16,8 @@ type Ztunnel struct {
 	// open.
 	Tunnels     float64 `json:"tunnels"`
 	TunnelsOpen float64 `json:"tunnels_open"`
-	// ThreadBusyS is each runtime thread's work in seconds, by thread index (nil: not measured).
+	// ThreadBusyS is each runtime thread's busy time in seconds, by worker index (nil: not
+	// exported, as before ztunnel 1.30).
 	ThreadBusyS []float64 `json:"thread_busy_s,omitempty"`
 	// HBONEOpened are the HBONE connections its outbound pool opened, HBONEActive those open
 	// (0: not measured). The pool keeps a connection for minutes after its last tunnel and
@@ -24,10 +26,14 @@ type Ztunnel struct {
 	HBONEActive float64 `json:"hbone_active,omitempty"`
 }
 
-// Names of the lab's own ztunnel metrics (the local pool's): ztunnel exports no per-thread
-// time nor pool counts.
+// ztunnel's data-plane runtime metrics (src/metrics/tokio_runtime.rs, TokioRuntimeCollector,
+// istio/ztunnel#1791, in ztunnel from 1.30): each worker thread's busy time as a counter with
+// a worker label, and the thread count. The prometheus-client crate writes a counter's samples
+// with _total; both spellings are read. ztunnel exports nothing of its pool: the HBONE
+// connection counts are the lab's own (the local pool's).
 const (
-	ZtunnelThreadBusy  = "igwlab_ztunnel_thread_busy_seconds_total"
+	ZtunnelThreadBusy  = "tokio_worker_total_busy_duration_seconds_total"
+	ZtunnelWorkers     = "tokio_num_workers"
 	ZtunnelHBONEOpened = "igwlab_ztunnel_hbone_connections_opened_total"
 	ZtunnelHBONEActive = "igwlab_ztunnel_hbone_connections_active"
 )
@@ -38,7 +44,10 @@ func ExtractZtunnel(name string, s Snapshot) Ztunnel {
 	opened := s.Sum("istio_tcp_connections_opened_total", src)
 	z := Ztunnel{Name: name, Tunnels: opened, TunnelsOpen: opened - s.Sum("istio_tcp_connections_closed_total", src),
 		HBONEOpened: s.Sum(ZtunnelHBONEOpened, nil), HBONEActive: s.Sum(ZtunnelHBONEActive, nil)}
-	byThread := s.LabelValues(ZtunnelThreadBusy, "thread")
+	byThread := s.LabelValues(ZtunnelThreadBusy, "worker")
+	if len(byThread) == 0 {
+		byThread = s.LabelValues(strings.TrimSuffix(ZtunnelThreadBusy, "_total"), "worker")
+	}
 	var ids []int
 	for k := range byThread {
 		if i, err := strconv.Atoi(k); err == nil && i >= 0 && i < 1024 {

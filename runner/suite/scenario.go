@@ -228,6 +228,9 @@ func (r *run) measure(ctx context.Context, sc stacks.Scenario, deps []stacks.Dep
 	in.CPUPre, in.CPUPost = containerCPU(klPre), containerCPU(klPost)
 	if sc.EastWest != nil {
 		in.Tier = gateway.Waypoint
+		if sc.EastWest.Via == stacks.ViaZtunnel {
+			in.Tier = gateway.Ztunnel // the waypoint's pods stand idle: ztunnel carries it all
+		}
 		for i, p := range zt {
 			in.ZtunnelPre = append(in.ZtunnelPre, stats.ExtractZtunnel(p.Name, ztPre[i]))
 			in.ZtunnelPost = append(in.ZtunnelPost, stats.ExtractZtunnel(p.Name, ztPost[i]))
