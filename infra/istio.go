@@ -24,6 +24,10 @@ type IstioArgs struct {
 	// Platform is the Istio platform profile every release gets (the charts' platform value; "" for
 	// Istio's defaults): it sets istio-cni's CNI paths for the cluster's nodes.
 	Platform string
+	// ZtunnelEnv is the ztunnel container's environment the scenario sets (the chart's env
+	// value: ZTUNNEL_WORKER_THREADS and the HBONE pool's settings, stacks.Ztunnel.Env); empty
+	// leaves ztunnel's defaults.
+	ZtunnelEnv map[string]string
 }
 
 // IstioAmbient is Istio's ambient data plane from its Helm charts, in the documented order:
@@ -72,7 +76,11 @@ func NewIstioAmbient(ctx *pulumi.Context, name string, args *IstioArgs, opts ...
 	if c.CNI, err = release("istio-cni", "cni", pulumi.Map{"profile": pulumi.String("ambient")}, c.Istiod); err != nil {
 		return nil, err
 	}
-	if c.Ztunnel, err = release("ztunnel", "ztunnel", pulumi.Map{}, c.CNI); err != nil {
+	zt := pulumi.Map{}
+	if len(args.ZtunnelEnv) > 0 {
+		zt["env"] = pulumi.ToStringMap(args.ZtunnelEnv)
+	}
+	if c.Ztunnel, err = release("ztunnel", "ztunnel", zt, c.CNI); err != nil {
 		return nil, err
 	}
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"installed": pulumi.Bool(true), "version": pulumi.String(args.Version)})

@@ -69,6 +69,9 @@ func TestIstioInputs(t *testing.T) {
 		"platforms":               platformReleases(t),
 		// What the program's Requests (and so igwlab doctor) take Istio's pods to request.
 		"chartRequests": map[string]any{"istiod": IstiodRequests, "ztunnel": ZtunnelRequests, "istio-cni": CNIRequests, "waypoint": WaypointRequests},
+		// An east-west scenario's Istio releases (ztunnel's env) and its waypoint's filter and
+		// Gateway, for Istio's charts and control plane.
+		"eastWest": eastWestInputs(t),
 	}
 	var b bytes.Buffer
 	b.WriteString("# Written by TestIstioInputs (go test ./infra -run TestIstioInputs -update): what the program\n" +
@@ -92,6 +95,29 @@ func TestIstioInputs(t *testing.T) {
 	if !bytes.Equal(want, b.Bytes()) {
 		t.Errorf("%s is stale: the program now hands Istio\n%s\n(accept with go test ./infra -run TestIstioInputs -update, then run make test-istio)", istioInputsPath, b.String())
 	}
+}
+
+// eastWestInputs records the program's runs of two east-west scenarios: 23-zt-4-threads's
+// Istio releases (ztunnel's env sets its threads and pool) and 22-ew-rotation's waypoint
+// Gateway, its parameters and the filter that puts the scenario's knobs on it.
+func eastWestInputs(t *testing.T) map[string]any {
+	t.Helper()
+	zt := run(t, func(c *Config) { c.Scenario = "23-zt-4-threads" })
+	ew := run(t, func(c *Config) { c.Scenario = "22-ew-rotation" })
+	var objects []any
+	for _, r := range ew.res {
+		switch {
+		case r.TypeToken == efType && r.Name == "envoyfilter-waypoint",
+			r.TypeToken == "kubernetes:gateway.networking.k8s.io/v1:Gateway" && strings.Contains(r.Name, WaypointName),
+			r.TypeToken == "kubernetes:core/v1:ConfigMap" && r.Name == "waypoint-params":
+			objects = append(objects, r.Inputs.Mappable())
+		}
+	}
+	if len(objects) != 3 {
+		t.Fatalf("22-ew-rotation: want the waypoint's Gateway, parameters and filter, got %d objects", len(objects))
+	}
+	sort.Slice(objects, func(i, j int) bool { return objectKey(objects[i]) < objectKey(objects[j]) })
+	return map[string]any{"scenario": "23-zt-4-threads", "releases": istioReleases(t, zt), "waypointScenario": "22-ew-rotation", "waypointObjects": objects}
 }
 
 // platformReleases are the Istio releases on an existing cluster of each managed platform.

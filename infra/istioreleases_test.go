@@ -17,6 +17,10 @@ func TestEnvoyFiltersAreReadAgainstTheLabsIstio(t *testing.T) {
 	if envoyfilter.DefaultTarget.Istio != DefaultIstio {
 		t.Errorf("envoyfilter.DefaultTarget.Istio = %s, the lab installs %s", envoyfilter.DefaultTarget.Istio, DefaultIstio)
 	}
+	// The waypoint's filter names the waypoint the program deploys, in its namespace.
+	if w := envoyfilter.DefaultWaypoint; w.Namespace != BackendNamespace || w.Gateway != WaypointName {
+		t.Errorf("envoyfilter.DefaultWaypoint = %+v, the program's waypoint is %s/%s", w, BackendNamespace, WaypointName)
+	}
 }
 
 // TestDocsListTheIstioReleases keeps the real lab's table of Istio releases equal to the ones

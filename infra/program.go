@@ -108,9 +108,13 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	lab.Provider = prov
 	opts := []pulumi.ResourceOption{pulumi.Provider(prov)}
 
+	var ztEnv map[string]string
+	if sc.EastWest != nil {
+		ztEnv = sc.EastWest.Ztunnel.Env()
+	}
 	if lab.Istio, err = NewIstioAmbient(ctx, "istio", &IstioArgs{Version: cfg.IstioVersion,
 		GatewayAPIVersion: cfg.gatewayAPIVersion(), GatewayAPICRDs: cfg.InstallGatewayAPICRDs, Install: cfg.InstallUpstream, Upstream: cfg.Upstream, SkipAwait: cfg.SkipAwait,
-		Platform: cfg.istioProfile()}, opts...); err != nil {
+		Platform: cfg.istioProfile(), ZtunnelEnv: ztEnv}, opts...); err != nil {
 		return nil, err
 	}
 	gwLimit, gwRequest := cfg.GatewayCPU()
@@ -135,11 +139,14 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	if lab.LoadGen.Build != nil {
 		build = lab.LoadGen.Build
 	}
-	if lab.Backend, err = NewBackend(ctx, "backend", &BackendArgs{Images: cfg.Images, Waypoint: sc.Waypoint, SkipAwait: cfg.SkipAwait, Replicas: cfg.BackendReplicas,
+	// The waypoint serves ingress through it (waypoint: true) and east-west traffic through it
+	// (east_west, unless via ztunnel alone).
+	useWaypoint := sc.Waypoint || (sc.EastWest != nil && sc.EastWest.Via != stacks.ViaZtunnel)
+	if lab.Backend, err = NewBackend(ctx, "backend", &BackendArgs{Images: cfg.Images, Waypoint: useWaypoint, SkipAwait: cfg.SkipAwait, Replicas: cfg.BackendReplicas,
 		Istio: lab.Istio, LabImage: lab.LoadGen.H2dialImg, LabImagePull: lab.LoadGen.H2dialPull, LabImageBuild: build}, opts...); err != nil {
 		return nil, err
 	}
-	if sc.Waypoint {
+	if useWaypoint {
 		check, err := checks.Waypoint()
 		if err != nil {
 			return nil, err
@@ -152,7 +159,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 	if cfg.Monitoring {
 		if lab.Monitoring, err = NewMonitoring(ctx, "monitoring", &MonitoringArgs{ChartVersion: cfg.KubePrometheusStackVersion,
 			Install: cfg.InstallUpstream, Upstream: cfg.Upstream, GrafanaPassword: cfg.GrafanaPassword, GrafanaPasswordSet: cfg.grafanaPasswordSet,
-			Checks: checks, Waypoint: sc.Waypoint, Sources: map[string]pulumi.Resource{
+			Checks: checks, Waypoint: useWaypoint, Sources: map[string]pulumi.Resource{
 				"igw-envoy": lab.Gateway.Release, "ztunnel": lab.Istio.Ztunnel, "waypoint-envoy": waypointResource(lab.Waypoint)}}, opts...); err != nil {
 			return nil, err
 		}
@@ -162,7 +169,7 @@ func Build(ctx *pulumi.Context, cfg Config) (*Lab, error) {
 		scenarios = cat.Names()
 	}
 	if lab.Scenario, err = NewScenario(ctx, "scenario", &ScenarioArgs{Names: scenarios, Catalog: cat,
-		JWKS: cfg.JWKS, Istio: lab.Istio, Gateway: lab.Gateway, SideBySide: cfg.RenderAllScenarios,
+		JWKS: cfg.JWKS, Istio: lab.Istio, Gateway: lab.Gateway, Backend: lab.Backend, SideBySide: cfg.RenderAllScenarios,
 		Overrides: cfg.Knobs, Push: cfg.Rollout.Push, Checks: checks}, opts...); err != nil {
 		return nil, err
 	}

@@ -20,6 +20,8 @@ type ScenarioArgs struct {
 	JWKS    string
 	Istio   *IstioAmbient
 	Gateway *IngressGateway
+	// Backend is the backend namespace, where an east-west scenario's waypoint filter lives.
+	Backend *Backend
 	// SideBySide names each filter after its scenario instead of replacing one filter.
 	SideBySide bool
 	// Overrides replace knobs of the selected scenario (igwlab:knobs).
@@ -36,7 +38,9 @@ type ScenarioArgs struct {
 // renders to the same object names, so switching scenarios updates the filter in place.
 type Scenario struct {
 	pulumi.ResourceState
-	Filters     []*apiextensions.CustomResource
+	Filters []*apiextensions.CustomResource
+	// WaypointFilters are the east-west scenarios' filters on the waypoint (their knobs).
+	WaypointFilters []*apiextensions.CustomResource
 	Auth        []*apiextensions.CustomResource
 	FilterNames pulumi.StringArray
 }
@@ -82,6 +86,25 @@ func NewScenario(ctx *pulumi.Context, name string, args *ScenarioArgs, opts ...p
 		}
 		c.Filters = append(c.Filters, ef)
 		c.FilterNames = append(c.FilterNames, pulumi.String(envoyfilter.DefaultTarget.Namespace+"/"+objName))
+		if ew := sc.EastWest; ew != nil && ew.Via != stacks.ViaZtunnel {
+			// The knobs are the waypoint's: a filter naming the waypoint's Gateway by
+			// targetRefs (waypoints take no selector-based filter).
+			wName, wRes := envoyfilter.WaypointName, "envoyfilter-waypoint"
+			if args.SideBySide {
+				wName, wRes = envoyfilter.WaypointName+"-"+sc.Name, "envoyfilter-waypoint-"+sc.Name
+			}
+			wobj := envoyfilter.WaypointObject(wName, sc, envoyfilter.DefaultWaypoint)
+			if err := envoyfilter.Validate(wobj["spec"].(map[string]any)); err != nil {
+				return nil, fmt.Errorf("scenario %s (waypoint): %w", sc.Name, err)
+			}
+			wdeps := child(c, opts, args.Istio.crdsReady(), dependsOn(args.Backend.Namespace))
+			wf, err := object(ctx, wRes, wobj, wdeps)
+			if err != nil {
+				return nil, err
+			}
+			c.WaypointFilters = append(c.WaypointFilters, wf)
+			c.FilterNames = append(c.FilterNames, pulumi.String(envoyfilter.DefaultWaypoint.Namespace+"/"+wName))
+		}
 		if ra := envoyfilter.RequestAuthentication(sc, envoyfilter.DefaultTarget, args.JWKS); ra != nil {
 			if err := envoyfilter.ValidateRequestAuthentication(ra); err != nil {
 				return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)

@@ -20,7 +20,9 @@ type WaypointArgs struct {
 
 // Waypoint is the ambient waypoint for the backend namespace (the equivalent of istioctl
 // waypoint apply), scaled through its parameters ConfigMap, with the same stats matcher as the
-// gateway. EnvoyFilters do not apply to waypoints, so scenarios change only the gateway.
+// gateway. A waypoint takes no EnvoyFilter that selects pods by label, only one that names its
+// Gateway by targetRefs: an east-west scenario's knobs reach it that way (NewScenario,
+// envoyfilter.WaypointObject); an ingress scenario's change only the gateway.
 type Waypoint struct {
 	pulumi.ResourceState
 	Gateway    *apiextensions.CustomResource

@@ -60,8 +60,12 @@ func Object(name string, sc stacks.Scenario, t Target) map[string]any {
 	}
 }
 
-// Spec renders the EnvoyFilter spec for a scenario.
+// Spec renders the EnvoyFilter spec for a scenario. An east-west scenario's knobs are the
+// waypoint's (WaypointSpec): the gateway's filter carries none of them.
 func Spec(sc stacks.Scenario, t Target) map[string]any {
+	if sc.EastWest != nil {
+		sc.Knobs, sc.Filters = stacks.Knobs{}, stacks.Filters{}
+	}
 	sel := map[string]any{}
 	for k, v := range t.Selector {
 		sel[k] = v

@@ -98,13 +98,18 @@ func typedConfig(spec map[string]any) map[string]any {
 func TestKnobsRoundTrip(t *testing.T) {
 	for _, sc := range catalog(t) {
 		eff := sc.Lab()
-		// Through YAML and back, as the runner reads what the Pulumi program rendered.
-		b, _ := YAML(Object(DefaultName, eff, DefaultTarget))
-		var obj map[string]any
-		if err := yaml.Unmarshal(b, &obj); err != nil {
+		// Through YAML and back, as the runner reads what the Pulumi program rendered; an
+		// east-west scenario's knobs from the waypoint's filter.
+		obj := Object(DefaultName, eff, DefaultTarget)
+		if eff.EastWest != nil && eff.EastWest.Via != stacks.ViaZtunnel {
+			obj = WaypointObject(WaypointName, eff, DefaultWaypoint)
+		}
+		b, _ := YAML(obj)
+		var back map[string]any
+		if err := yaml.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}
-		k, al, err := Knobs(obj["spec"].(map[string]any))
+		k, al, err := Knobs(back["spec"].(map[string]any))
 		if err != nil {
 			t.Fatalf("%s: %v", sc.Name, err)
 		}
@@ -119,5 +124,35 @@ func TestKnobsRoundTrip(t *testing.T) {
 		"patch": map[string]any{"value": map[string]any{"tcp_backlog_size": 10.0}}}}})
 	if err == nil || !strings.Contains(err.Error(), "listener.tcp_backlog_size") {
 		t.Fatalf("unknown knob read back: %v", err)
+	}
+}
+
+// TestGoldenWaypointEnvoyFilters renders the waypoint's filter of every east-west scenario
+// through the waypoint, checks it against istio.io/api and Envoy's protos, and compares it with
+// testdata/waypoint/<scenario>.yaml (infra/istioproof feeds those to Istio's control plane).
+// An east-west scenario's gateway filter carries none of its knobs.
+func TestGoldenWaypointEnvoyFilters(t *testing.T) {
+	n := 0
+	for _, sc := range catalog(t) {
+		if sc.EastWest == nil || sc.EastWest.Via == stacks.ViaZtunnel {
+			continue
+		}
+		n++
+		for _, eff := range []stacks.Scenario{sc.Lab(), sc.WithLocal()} {
+			if err := Validate(WaypointSpec(eff, DefaultWaypoint)); err != nil {
+				t.Errorf("%s: %v", sc.Name, err)
+			}
+			if p := Spec(eff, DefaultTarget)["configPatches"].([]any); len(p) > 1 { // the push tag's at most
+				t.Errorf("%s: the gateway's filter carries the waypoint's knobs: %v", sc.Name, p)
+			}
+		}
+		got, err := YAML(WaypointObject(WaypointName, sc.Lab(), DefaultWaypoint))
+		if err != nil {
+			t.Fatal(err)
+		}
+		testutil.Golden(t, filepath.Join("testdata", "waypoint", sc.Name+".yaml"), got)
+	}
+	if n == 0 {
+		t.Fatal("no east-west scenario through the waypoint in the catalog")
 	}
 }

@@ -54,6 +54,17 @@ type Inputs struct {
 	// ChartRequests are what the program takes Istio's pods to request (infra.IstiodRequests
 	// and the others): istiod, ztunnel and istio-cni per node, and the waypoint's proxy.
 	ChartRequests map[string]Request `json:"chartRequests"`
+	// EastWest is what the program hands Istio for east-west scenarios: one's Istio releases
+	// (ztunnel's env) and another's waypoint Gateway, parameters and filter.
+	EastWest EastWestInputs `json:"eastWest"`
+}
+
+// EastWestInputs are an east-west scenario's inputs to Istio.
+type EastWestInputs struct {
+	Scenario         string           `json:"scenario"`
+	Releases         []Release        `json:"releases"`
+	WaypointScenario string           `json:"waypointScenario"`
+	WaypointObjects  []map[string]any `json:"waypointObjects"`
 }
 
 // Request is a pod's CPU (millicores) and memory (bytes) request.
