@@ -41,8 +41,8 @@ type Scenario struct {
 	Filters []*apiextensions.CustomResource
 	// WaypointFilters are the east-west scenarios' filters on the waypoint (their knobs).
 	WaypointFilters []*apiextensions.CustomResource
-	Auth        []*apiextensions.CustomResource
-	FilterNames pulumi.StringArray
+	Auth            []*apiextensions.CustomResource
+	FilterNames     pulumi.StringArray
 }
 
 // NewScenario renders the scenario resources.

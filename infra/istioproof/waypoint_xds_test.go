@@ -25,7 +25,7 @@ func waypointListeners(t *testing.T, configs string) []*listener.Listener {
 	cg := core.NewConfigGenTest(t, core.TestOptions{ConfigString: configs})
 	labels := map[string]string{"gateway.networking.k8s.io/gateway-name": waypointGateway}
 	p := cg.SetupProxy(&model.Proxy{Type: model.Waypoint, ConfigNamespace: waypointNamespace, Labels: labels,
-		Metadata: &model.NodeMetadata{Namespace: waypointNamespace, Labels: labels, IstioVersion: Pinned, ClusterID: "Kubernetes"},
+		Metadata:    &model.NodeMetadata{Namespace: waypointNamespace, Labels: labels, IstioVersion: Pinned, ClusterID: "Kubernetes"},
 		IPAddresses: []string{"10.42.0.9"}})
 	ls := cg.Listeners(p)
 	for _, l := range ls {
