@@ -98,6 +98,8 @@ func TestDiagnoseBadFlags(t *testing.T) {
 		{"diagnose", "--prometheus", "http://127.0.0.1:9", "--waypoint-admin", "http://127.0.0.1:15000"},
 		{"diagnose", "--waypoint-admin", "127.0.0.1:15000"},
 		{"diagnose", "--waypoint-admin", "http://127.0.0.1:15000", "--duration", "0s"},
+		{"diagnose", "--admin", "http://127.0.0.1:15000", "--waypoint-pod-regex", "igw-test-waypoint-.*"},
+		{"diagnose", "--ztunnel-pod-regex", "ztunnel-.*"},
 	} {
 		var out, errb bytes.Buffer
 		if code := Main(context.Background(), args, &out, &errb); code != 2 {

@@ -3,10 +3,13 @@ package diagnose
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/igwlab/igwlab/dashboard"
+	"github.com/igwlab/igwlab/internal/promtest"
 	"github.com/igwlab/igwlab/runner/emulator"
 	"github.com/igwlab/igwlab/runner/load"
 	"github.com/igwlab/igwlab/runner/stats"
@@ -127,5 +130,74 @@ func TestJudgeTiersPicksTheSaturatedTier(t *testing.T) {
 				t.Fatalf("concentrates at %q (%s), want %q", a.Concentrates, a.Why, c.want)
 			}
 		})
+	}
+}
+
+// Through Prometheus scraping the local ambient pool (the waypoint pods' admins with dispatcher
+// stats on, the ztunnels' metrics), diagnose names the waypoint as the tier where two mesh
+// clients' connections concentrate, and reads ztunnel's threads and tunnels.
+func TestPrometheusNamesTheTier(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts prometheus and drives load")
+	}
+	p, err := emulator.Start(emulator.Config{Pods: 2, Workers: 1, WaypointPods: 3, WaypointWorkers: 2, Seed: placementSeed, DispatcherStats: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	if _, err := p.ApplyEastWest(emulator.Setup{}, stacks.EastWest{Clients: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var targets []dashboard.ScrapeTarget
+	for _, w := range p.Waypoints() {
+		u, _ := url.Parse(w.AdminURL())
+		targets = append(targets, dashboard.ScrapeTarget{Job: "waypoint", Pod: w.Name, HostPort: u.Host, Path: "/stats/prometheus"})
+	}
+	for _, pod := range p.Pods() {
+		u, _ := url.Parse(pod.AdminURL())
+		targets = append(targets, dashboard.ScrapeTarget{Job: "istio-ingressgateway", Pod: pod.Name, HostPort: u.Host, Path: "/stats/prometheus"})
+	}
+	for _, z := range p.Ztunnels() {
+		u, _ := url.Parse(z.MetricsURL())
+		targets = append(targets, dashboard.ScrapeTarget{Job: "ztunnel", Pod: z.Name, HostPort: u.Host, Path: "/metrics"})
+	}
+	api := promtest.Start(t, time.Second, targets)
+	promtest.WaitFor(t, 30*time.Second, "a scrape of every waypoint pod", func() bool {
+		v, err := promtest.Instant(api, `count(envoy_server_concurrency{pod=~"igw-test-waypoint-.*"})`)
+		return err == nil && len(v) == 1 && v[0] == 3
+	})
+	pods, err := p.ClientPods(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := load.Spec{Kind: "h2dial", Mode: "shared", Concurrency: 50, Path: "/get", Duration: 5 * time.Second}
+	for _, cp := range pods {
+		spec.Targets = append(spec.Targets, cp.Addr)
+	}
+	start := time.Now()
+	if _, err := load.Run(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	end := time.Now()
+	time.Sleep(2500 * time.Millisecond) // the scrapes after the load
+	ctx := context.Background()
+	wp, err := PromSource{URL: api, Start: start, End: end, PodLabel: "pod", PodRegex: "igw-test-waypoint-.*"}.Window(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zt, err := PromZtunnels(ctx, api, start, end, "pod", "ztunnel-.*", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := JudgeTiers([]TierWindow{{Tier: "waypoint", Window: wp}}, zt)
+	var text strings.Builder
+	WriteTiersText(&text, a)
+	t.Log("\n" + text.String())
+	if a.Concentrates != "waypoint" {
+		t.Fatalf("concentrates at %q, want the waypoint", a.Concentrates)
+	}
+	z := a.Tiers[len(a.Tiers)-1]
+	if z.Tier != "ztunnel" || z.Threads != 2 || z.HottestBusy <= 0 || z.HBONE < 2 {
+		t.Errorf("ztunnel tier through Prometheus: %+v", z)
 	}
 }

@@ -30,6 +30,8 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 	podRegex := fs.String("pod-regex", "istio-ingressgateway-.*", "with --prometheus: the gateway pods, by that label")
 	admin := fs.String("admin", "", "read these Envoy admin endpoints directly (comma-separated base URLs, e.g. from igwlab serve or your port-forwards)")
 	waypointAdmin := fs.String("waypoint-admin", "", "ambient: also read these waypoint pods' Envoy admin endpoints (comma-separated base URLs) and say at which tier the load concentrates; without --admin, the waypoint is the pool diagnosed")
+	wpRegex := fs.String("waypoint-pod-regex", "", "with --prometheus: also read the waypoint's pods, by the pod label, and say at which tier the load concentrates (e.g. igw-test-waypoint-.*)")
+	ztRegex := fs.String("ztunnel-pod-regex", "", "with --prometheus: also read the ztunnels, by the pod label (e.g. ztunnel-.*), for the tier-by-tier verdict")
 	ztunnels := fs.String("ztunnel", "", "ambient: also read these ztunnels' metrics (comma-separated URLs of :15020/metrics, as igwlab serve prints them) for the tier-by-tier verdict")
 	cadvisor := fs.String("cadvisor", "", "with --admin: also read these kubelets' cAdvisor metrics (comma-separated URLs of /metrics/cadvisor, as igwlab serve prints its node's) for the pods' CPU limits and throttling")
 	var k diagnose.KubeOptions
@@ -67,6 +69,9 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 			return Usagef("--timeout %s: allowed (0, 10m]", *timeout)
 		}
 		tiered := *waypointAdmin != "" || *ztunnels != ""
+		if (*wpRegex != "" || *ztRegex != "") && *promURL == "" {
+			return Usagef("--waypoint-pod-regex and --ztunnel-pod-regex: go with --prometheus (with --admin, give --waypoint-admin and --ztunnel)")
+		}
 		if tiered && (*promURL != "" || kubeSet) {
 			return Usagef("--waypoint-admin and --ztunnel: go with --admin (or alone); through Prometheus or Kubernetes the tiers are not read yet")
 		}
@@ -83,6 +88,7 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 			return err
 		}
 		var before *diagnose.Report
+		var promTiers *tierSources
 		if *baseline != "" {
 			b, err := diagnose.ReadBaseline(*baseline)
 			if err != nil {
@@ -114,7 +120,11 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 			if !end.After(start) {
 				return Usagef("--start %s is not before --end %s", start.Format(time.RFC3339), end.Format(time.RFC3339))
 			}
-			src = diagnose.PromSource{URL: *promURL, Start: start, End: end, PodLabel: *podLabel, PodRegex: *podRegex, Timeout: *timeout, Pick: pick}
+			ps := diagnose.PromSource{URL: *promURL, Start: start, End: end, PodLabel: *podLabel, PodRegex: *podRegex, Timeout: *timeout, Pick: pick}
+			src = ps
+			if *wpRegex != "" || *ztRegex != "" {
+				promTiers = promTierSources(ps, *wpRegex, *ztRegex)
+			}
 		case *admin != "":
 			urls, err := diagnose.ParseAdminURLs(*admin)
 			if err != nil {
@@ -142,7 +152,7 @@ func (e *Env) diagnoseFlags(fs *pflag.FlagSet) func(ctx context.Context, stdout,
 		default:
 			return Usagef("diagnose needs a source: --prometheus URL, --admin URL,URL,..., or Kubernetes (--context NAME, or --namespace/--selector for the gateway's pods)")
 		}
-		var tiers *tierSources
+		tiers := promTiers
 		if tiered {
 			t, err := newTierSources(*admin != "", *waypointAdmin, *ztunnels, *duration, *timeout)
 			if err != nil {

@@ -9,20 +9,23 @@ import (
 	"time"
 
 	"github.com/igwlab/igwlab/runner/diagnose"
+	"github.com/igwlab/igwlab/runner/stats"
 )
 
 // tierSources are the ambient tiers diagnose reads beside the pool it diagnoses: the
 // waypoint's Envoy pods and the ztunnels, over the same window.
 type tierSources struct {
-	gateway  bool // the diagnosed pool is the ingress gateway (--admin)
+	gateway  bool // the diagnosed pool is the ingress gateway (--admin, --prometheus)
 	waypoint diagnose.Source
-	ztunnels []string
-	duration time.Duration
-	client   *http.Client
+	// ztunnels reads the ztunnels over the window (nil: not asked for); nztunnels says how
+	// many, for the progress line (0: through Prometheus).
+	ztunnels  func(ctx context.Context) (*diagnose.ZtunnelWindow, error)
+	nztunnels int
 }
 
 func newTierSources(gateway bool, waypointAdmin, ztunnels string, d, timeout time.Duration) (*tierSources, error) {
-	t := &tierSources{gateway: gateway, duration: d, client: &http.Client{Timeout: timeout}}
+	t := &tierSources{gateway: gateway}
+	client := &http.Client{Timeout: timeout}
 	if waypointAdmin != "" {
 		urls, err := diagnose.ParseAdminURLs(waypointAdmin)
 		if err != nil {
@@ -37,9 +40,29 @@ func newTierSources(gateway bool, waypointAdmin, ztunnels string, d, timeout tim
 		if err != nil {
 			return nil, fmt.Errorf("--ztunnel: %w", err)
 		}
-		t.ztunnels = urls
+		t.nztunnels = len(urls)
+		t.ztunnels = func(ctx context.Context) (*diagnose.ZtunnelWindow, error) {
+			return diagnose.ReadZtunnels(ctx, client, urls, d)
+		}
 	}
 	return t, nil
+}
+
+// promTierSources reads the waypoint's pods and the ztunnels from the same Prometheus range as
+// the gateway's pods, each by its pod regex ("": not asked for).
+func promTierSources(g diagnose.PromSource, waypointRegex, ztunnelRegex string) *tierSources {
+	t := &tierSources{gateway: true}
+	if waypointRegex != "" {
+		w := g
+		w.PodRegex, w.Pick = waypointRegex, stats.Pick{}
+		t.waypoint = w
+	}
+	if ztunnelRegex != "" {
+		t.ztunnels = func(ctx context.Context) (*diagnose.ZtunnelWindow, error) {
+			return diagnose.PromZtunnels(ctx, g.URL, g.Start, g.End, g.PodLabel, ztunnelRegex, g.Timeout)
+		}
+	}
+	return t
 }
 
 // what names the extra tiers, for the progress line.
@@ -48,8 +71,11 @@ func (t *tierSources) what() string {
 	if t.waypoint != nil && t.gateway {
 		parts = append(parts, "the waypoint pods")
 	}
-	if len(t.ztunnels) > 0 {
-		parts = append(parts, fmt.Sprintf("%d ztunnel(s)", len(t.ztunnels)))
+	switch {
+	case t.nztunnels > 0:
+		parts = append(parts, fmt.Sprintf("%d ztunnel(s)", t.nztunnels))
+	case t.ztunnels != nil:
+		parts = append(parts, "the ztunnels")
 	}
 	if len(parts) == 0 {
 		return "the waypoint pods"
@@ -75,8 +101,8 @@ func readTiers(ctx context.Context, src diagnose.Source, t *tierSources) (*diagn
 	if t.waypoint != nil && !waypointIsTheMain {
 		wg.Go(func() { wp, wpErr = t.waypoint.Window(ctx) })
 	}
-	if len(t.ztunnels) > 0 {
-		wg.Go(func() { zt, ztErr = diagnose.ReadZtunnels(ctx, t.client, t.ztunnels, t.duration) })
+	if t.ztunnels != nil {
+		wg.Go(func() { zt, ztErr = t.ztunnels(ctx) })
 	}
 	wg.Wait()
 	for _, err := range []error{mainErr, wpErr, ztErr} {
