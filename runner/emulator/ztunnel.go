@@ -15,11 +15,14 @@ import (
 	"github.com/igwlab/igwlab/runner/stats"
 )
 
-// Ztunnel stands for ambient's node proxy in front of one backend replica: every connection
-// to the replica passes it, and it exports the TCP metrics ztunnel does
-// (istio_tcp_connections_opened_total and friends, reporter="destination") on its own
-// metrics port, so the dashboard's ztunnel panels have data on the local target too. It
-// counts; it adds no cost and no hop.
+// Ztunnel is ambient's node proxy of one node (the node of a backend replica). Every
+// connection to the replica passes it and is counted as ztunnel counts it
+// (istio_tcp_connections_opened_total and friends, reporter="destination"), on its own metrics
+// port, so the dashboard's ztunnel panels have data on the local target too; the gateway's
+// connections to the replica only pass it (no cost, no hop). For east-west traffic it is a
+// proxy (out: ztunnel_outbound.go, ztunnel_inbound.go): it tunnels its node's client pods'
+// connections over HBONE on threads that cost it time, and exports its threads' busy time
+// and the source's counters too.
 type Ztunnel struct {
 	mu      sync.Mutex
 	Name    string
@@ -33,8 +36,8 @@ type Ztunnel struct {
 	out *ztProxy
 	// tunnels counts the CONNECT streams it opened, hboneOpened the HBONE connections.
 	tunnels, tunnelsClosed, hboneOpened, hboneClosed atomic.Int64
-	// inboundTunnels counts the CONNECT streams its inbound side took for its node's pods.
-	inboundTunnels atomic.Int64
+	// srcSent and srcReceived are the bytes of those tunnels, from the source's side.
+	srcSent, srcReceived atomic.Int64
 }
 
 // MetricsURL is the base URL of the ztunnel's /metrics.
@@ -131,6 +134,8 @@ func (z *Ztunnel) Collect(ch chan<- prometheus.Metric) {
 		src := []string{"source", "client", "waypoint", "igw-test", "tcp"}
 		ch <- prometheus.MustNewConstMetric(ztOpened, prometheus.CounterValue, float64(z.tunnels.Load()), src...)
 		ch <- prometheus.MustNewConstMetric(ztClosed, prometheus.CounterValue, float64(z.tunnelsClosed.Load()), src...)
+		ch <- prometheus.MustNewConstMetric(ztSent, prometheus.CounterValue, float64(z.srcSent.Load()), src...)
+		ch <- prometheus.MustNewConstMetric(ztReceived, prometheus.CounterValue, float64(z.srcReceived.Load()), src...)
 		busy := o.threadsBusy()
 		for i, b := range busy {
 			ch <- prometheus.MustNewConstMetric(ztThreadBusy, prometheus.CounterValue, b.Seconds(), fmt.Sprint(i))

@@ -83,16 +83,16 @@ func (o *ztProxy) tunnelIn(task *ztHBONE, rw http.ResponseWriter, r *http.Reques
 	if rc.Flush() != nil {
 		return
 	}
-	o.z.inboundTunnels.Add(1)
 	done := make(chan struct{})
 	go func() {
-		o.relay(task, up, r.Body, &o.z.received) // the tunnel's bytes to the pod
+		// The pod's listener counts the bytes as the destination's (ztListener).
+		o.relay(task, up, r.Body, nil) // the tunnel's bytes to the pod
 		if cw, ok := up.(interface{ CloseWrite() error }); ok {
 			_ = cw.CloseWrite()
 		}
 		close(done)
 	}()
-	o.relay(task, flushWriter{rw, rc}, up, &o.z.sent) // the pod's bytes back
+	o.relay(task, flushWriter{rw, rc}, up, nil) // the pod's bytes back
 	<-done
 }
 

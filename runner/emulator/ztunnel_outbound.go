@@ -170,11 +170,11 @@ func (o *ztProxy) proxy(cp *capturedPod, c net.Conn) {
 	defer o.z.tunnelsClosed.Add(1)
 	done := make(chan struct{})
 	go func() {
-		o.relay(hc, pw, c, &o.z.sent) // the pod's bytes into the tunnel
+		o.relay(hc, pw, c, &o.z.srcSent) // the pod's bytes into the tunnel
 		pw.Close()
 		close(done)
 	}()
-	o.relay(hc, c, resp.Body, &o.z.received) // the tunnel's bytes back to the pod
+	o.relay(hc, c, resp.Body, &o.z.srcReceived) // the tunnel's bytes back to the pod
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
 	}
@@ -182,14 +182,16 @@ func (o *ztProxy) proxy(cp *capturedPod, c net.Conn) {
 }
 
 // relay copies src to dst, each read booked on the HBONE connection's task and forwarded
-// when the work is done.
+// when the work is done; bytes (nil: none) counts them.
 func (o *ztProxy) relay(hc *ztHBONE, dst io.Writer, src io.Reader, bytes *atomic.Int64) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			o.book(hc, o.cfg.Cost.Chunk(n))
-			bytes.Add(int64(n))
+			if bytes != nil {
+				bytes.Add(int64(n))
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
