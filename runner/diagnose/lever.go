@@ -201,6 +201,12 @@ func exact(f *InForce) bool { return f != nil && f.ExactBalance }
 // listener binds the port the stats name, or on another Envoy-based gateway the Envoy fields
 // to set through its own config; and the command that tries them in the lab first.
 func setPatch(l *Lever, w *Window, name string, set map[string]string, scenario string) {
+	if w.Tier == TierWaypoint {
+		// A waypoint's knobs: a filter naming its Gateway, tried in the lab on the east-west
+		// scenario of the same shape.
+		l.EnvoyFilter, l.Preview = PatchWaypointKnobs(name, "diagnose", set)
+		return
+	}
 	l.EnvoyFilter, l.Preview = PatchKnobs(name, "diagnose", set, w.Names.Listener, scenario)
 	if strings.HasPrefix(w.Names.HCMPrefix, "outbound_") {
 		return // Istio names its gateway's connection managers outbound_<address>_<port>
@@ -260,6 +266,35 @@ func PatchKnobs(name, origin string, set map[string]string, listener, scenario s
 	if scenario != "" {
 		preview += " --scenario " + scenario
 	}
+	for _, path := range paths {
+		preview += " --set " + path + "=" + set[path]
+	}
+	return note + string(b), preview
+}
+
+// PatchWaypointKnobs renders the EnvoyFilter that sets knobs on an ambient waypoint (by
+// targetRefs to its Gateway: envoyfilter.WaypointObject), and the `igwlab preview` line that
+// tries them on the lab's east-west scenario. Both are "" for a knob or value the registry
+// refuses.
+func PatchWaypointKnobs(name, origin string, set map[string]string) (string, string) {
+	var k stacks.Knobs
+	paths := make([]string, 0, len(set))
+	for path, value := range set {
+		spec, ok := stacks.Lookup(path)
+		if !ok || spec.Set(&k, value) != nil {
+			return "", ""
+		}
+		paths = append(paths, path)
+	}
+	sort.Strings(paths)
+	t := envoyfilter.DefaultWaypoint
+	obj := envoyfilter.WaypointObject(name, stacks.Scenario{Name: origin, Knobs: k, EastWest: &stacks.EastWest{}}, t)
+	b, err := yaml.Marshal(obj)
+	if err != nil {
+		return "", ""
+	}
+	note := fmt.Sprintf("# namespace and targetRefs are the lab waypoint's (%s, Gateway %s): use your waypoint's namespace and Gateway.\n", t.Namespace, t.Gateway)
+	preview := "igwlab preview --scenario 22-ew-pinned"
 	for _, path := range paths {
 		preview += " --set " + path + "=" + set[path]
 	}

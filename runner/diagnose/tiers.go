@@ -64,6 +64,9 @@ const saturated = 0.8
 func JudgeTiers(envoy []TierWindow, zt *ZtunnelWindow) *Ambient {
 	a := &Ambient{}
 	for _, tw := range envoy {
+		if tw.Tier == TierWaypoint {
+			tw.Window.Tier = TierWaypoint
+		}
 		r := Judge(tw.Window)
 		tr := TierReport{Tier: tw.Tier, Report: r, HottestBusy: -1}
 		tr.Hottest, tr.HottestBusy = hottestWorker(tw.Window)

@@ -83,6 +83,12 @@ func TestDiagnoseNamesTheTier(t *testing.T) {
 	if a.Concentrates != "waypoint" {
 		t.Fatalf("east-west: concentrates at %q, want the waypoint", a.Concentrates)
 	}
+	// The waypoint's lever is a filter naming its Gateway, in the context Istio patches a
+	// waypoint's listeners in, not the gateway's selector-based one.
+	if l := a.Tiers[1].Report.Lever; l == nil || !strings.Contains(l.EnvoyFilter, "targetRefs") ||
+		!strings.Contains(l.EnvoyFilter, "SIDECAR_INBOUND") || !strings.Contains(l.EnvoyFilter, "igw-test-waypoint") || strings.Contains(l.EnvoyFilter, "workloadSelector") {
+		t.Errorf("the waypoint's lever: %+v", l)
+	}
 
 	p.Apply(emulator.Setup{})
 	ingress := runLoad(t, p, concentrated, 4*time.Second)

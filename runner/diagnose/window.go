@@ -40,7 +40,13 @@ type Window struct {
 	// the two readings (an idle gateway, or a page that does not change), so the spread is
 	// judged on what the pods counted over their lives and Span is the longest uptime.
 	SinceStart bool `json:"since_start,omitempty"`
+	// Tier is the ambient tier the pods are (TierWaypoint, or "" for a gateway): a lever for a
+	// waypoint is a filter naming its Gateway.
+	Tier string `json:"tier,omitempty"`
 }
+
+// TierWaypoint names a window of an ambient waypoint's pods.
+const TierWaypoint = "waypoint"
 
 // PodWindow is one pod over the window: its stats at the start and at the end.
 type PodWindow struct {

@@ -112,6 +112,7 @@ func readTiers(ctx context.Context, src diagnose.Source, t *tierSources) (*diagn
 	}
 	var envoy []diagnose.TierWindow
 	if waypointIsTheMain {
+		main.Tier = diagnose.TierWaypoint // the report's lever is the waypoint's
 		envoy = append(envoy, diagnose.TierWindow{Tier: "waypoint", Window: main})
 	} else {
 		envoy = append(envoy, diagnose.TierWindow{Tier: "gateway", Window: main})
