@@ -48,15 +48,20 @@ var DefaultTarget = Target{Namespace: "istio-ingress", Selector: map[string]stri
 // still gets one, with no patches, so that switching to it replaces the previous scenario's
 // filter in place.
 func Object(name string, sc stacks.Scenario, t Target) map[string]any {
+	return object(name, t.Namespace, sc.Name, Spec(sc, t))
+}
+
+// object is an EnvoyFilter named name in namespace, labelled with its scenario.
+func object(name, namespace, scenario string, spec map[string]any) map[string]any {
 	return map[string]any{
 		"apiVersion": APIVersion,
 		"kind":       Kind,
 		"metadata": map[string]any{
 			"name":      name,
-			"namespace": t.Namespace,
-			"labels":    map[string]any{"app.kubernetes.io/part-of": "igwlab", ScenarioLabel: sc.Name},
+			"namespace": namespace,
+			"labels":    map[string]any{"app.kubernetes.io/part-of": "igwlab", ScenarioLabel: scenario},
 		},
-		"spec": Spec(sc, t),
+		"spec": spec,
 	}
 }
 

@@ -33,16 +33,7 @@ var DefaultWaypoint = WaypointTarget{Namespace: "igw-test", Gateway: "igw-test-w
 // WaypointObject renders the waypoint's EnvoyFilter for an east-west scenario: its knobs on
 // the waypoint. A scenario without knobs still gets one, with no patches.
 func WaypointObject(name string, sc stacks.Scenario, t WaypointTarget) map[string]any {
-	return map[string]any{
-		"apiVersion": APIVersion,
-		"kind":       Kind,
-		"metadata": map[string]any{
-			"name":      name,
-			"namespace": t.Namespace,
-			"labels":    map[string]any{"app.kubernetes.io/part-of": "igwlab", ScenarioLabel: sc.Name},
-		},
-		"spec": WaypointSpec(sc, t),
-	}
+	return object(name, t.Namespace, sc.Name, WaypointSpec(sc, t))
 }
 
 // WaypointSpec renders the waypoint's EnvoyFilter spec for a scenario.

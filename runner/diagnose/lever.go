@@ -240,16 +240,10 @@ func Patch(name, origin, path, value, listener, scenario string) (string, string
 
 // PatchKnobs is Patch for several knobs at once, set by path.
 func PatchKnobs(name, origin string, set map[string]string, listener, scenario string) (string, string) {
-	var k stacks.Knobs
-	paths := make([]string, 0, len(set))
-	for path, value := range set {
-		spec, ok := stacks.Lookup(path)
-		if !ok || spec.Set(&k, value) != nil {
-			return "", ""
-		}
-		paths = append(paths, path)
+	k, paths, ok := knobsOf(set)
+	if !ok {
+		return "", ""
 	}
-	sort.Strings(paths)
 	t := envoyfilter.DefaultTarget
 	if i := strings.LastIndexByte(listener, '_'); i >= 0 { // 0.0.0.0_80, [__]_8080
 		if p, err := strconv.Atoi(listener[i+1:]); err == nil {
@@ -266,10 +260,32 @@ func PatchKnobs(name, origin string, set map[string]string, listener, scenario s
 	if scenario != "" {
 		preview += " --scenario " + scenario
 	}
-	for _, path := range paths {
-		preview += " --set " + path + "=" + set[path]
+	return note + string(b), preview + setFlags(paths, set)
+}
+
+// knobsOf reads knobs set by path, with their paths sorted; false for a knob or value the
+// registry refuses.
+func knobsOf(set map[string]string) (stacks.Knobs, []string, bool) {
+	var k stacks.Knobs
+	paths := make([]string, 0, len(set))
+	for path, value := range set {
+		spec, ok := stacks.Lookup(path)
+		if !ok || spec.Set(&k, value) != nil {
+			return k, nil, false
+		}
+		paths = append(paths, path)
 	}
-	return note + string(b), preview
+	sort.Strings(paths)
+	return k, paths, true
+}
+
+// setFlags is the --set flags of igwlab preview for knobs.
+func setFlags(paths []string, set map[string]string) string {
+	var b strings.Builder
+	for _, path := range paths {
+		b.WriteString(" --set " + path + "=" + set[path])
+	}
+	return b.String()
 }
 
 // PatchWaypointKnobs renders the EnvoyFilter that sets knobs on an ambient waypoint (by
@@ -277,16 +293,10 @@ func PatchKnobs(name, origin string, set map[string]string, listener, scenario s
 // tries them on the lab's east-west scenario. Both are "" for a knob or value the registry
 // refuses.
 func PatchWaypointKnobs(name, origin string, set map[string]string) (string, string) {
-	var k stacks.Knobs
-	paths := make([]string, 0, len(set))
-	for path, value := range set {
-		spec, ok := stacks.Lookup(path)
-		if !ok || spec.Set(&k, value) != nil {
-			return "", ""
-		}
-		paths = append(paths, path)
+	k, paths, ok := knobsOf(set)
+	if !ok {
+		return "", ""
 	}
-	sort.Strings(paths)
 	t := envoyfilter.DefaultWaypoint
 	obj := envoyfilter.WaypointObject(name, stacks.Scenario{Name: origin, Knobs: k, EastWest: &stacks.EastWest{}}, t)
 	b, err := yaml.Marshal(obj)
@@ -294,11 +304,7 @@ func PatchWaypointKnobs(name, origin string, set map[string]string) (string, str
 		return "", ""
 	}
 	note := fmt.Sprintf("# namespace and targetRefs are the lab waypoint's (%s, Gateway %s): use your waypoint's namespace and Gateway.\n", t.Namespace, t.Gateway)
-	preview := "igwlab preview --scenario 22-ew-pinned"
-	for _, path := range paths {
-		preview += " --set " + path + "=" + set[path]
-	}
-	return note + string(b), preview
+	return note + string(b), "igwlab preview --scenario 22-ew-pinned" + setFlags(paths, set)
 }
 
 // streamsLever is max_stream_duration for concentrated long-lived streams that rotation

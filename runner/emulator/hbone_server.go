@@ -2,7 +2,6 @@ package emulator
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -56,19 +55,7 @@ func (p *Pod) listenHBONE() error {
 	p.hboneAddr = net.JoinHostPort(p.ip, strconv.Itoa(port))
 	p.hboneStats = model.NewHCMStats(p.store, "connect_terminate", p.listenerAddr)
 	for _, ln := range p.hboneLns {
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					if errors.Is(err, net.ErrClosed) {
-						return
-					}
-					time.Sleep(5 * time.Millisecond)
-					continue
-				}
-				go p.serveHBONE(p.assignExact(), c)
-			}
-		}()
+		go acceptEach(ln, func(c net.Conn) { p.serveHBONE(p.assignExact(), c) })
 	}
 	return nil
 }

@@ -202,6 +202,12 @@ func (p *Pod) listen(port int) error {
 }
 
 func (p *Pod) acceptLoop(socket int, ln net.Listener) {
+	acceptEach(ln, func(c net.Conn) { p.accept(c, socket) })
+}
+
+// acceptEach serves each connection ln accepts on its own goroutine until ln is closed; a
+// failed accept (out of file descriptors, say) is retried after a pause.
+func acceptEach(ln net.Listener, serve func(net.Conn)) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -211,7 +217,7 @@ func (p *Pod) acceptLoop(socket int, ln net.Listener) {
 			time.Sleep(5 * time.Millisecond)
 			continue
 		}
-		go p.accept(c, socket)
+		go serve(c)
 	}
 }
 

@@ -2,7 +2,6 @@ package emulator
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -25,19 +24,7 @@ func (o *ztProxy) listenInbound(backends []string) error {
 		return err
 	}
 	o.inbound, o.backends = ln, backends
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				if errors.Is(err, net.ErrClosed) {
-					return
-				}
-				time.Sleep(5 * time.Millisecond)
-				continue
-			}
-			go o.serveInbound(c)
-		}
-	}()
+	go acceptEach(ln, o.serveInbound)
 	return nil
 }
 
