@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build image bench bench-sim run test test-short fuzz test-prometheus test-browser test-pulumi test-apiserver test-apiserver-stack test-apiserver-charts test-istio test-h2spec vet fmt tools kube-tools clean
+.PHONY: all build image bench bench-sim run test test-times test-short fuzz test-prometheus test-browser test-pulumi test-apiserver test-apiserver-stack test-apiserver-charts test-istio test-h2spec vet fmt tools kube-tools clean
 
 all: build
 
@@ -26,8 +26,8 @@ run: ## the whole suite on the local emulated pool; builds bin/igwlab only (no P
 # The command line's end-to-end suites measure rates in wall time (uploads against window/RTT):
 # they run after the other packages, not beside one, as the conformance tier does.
 test: vet ## unit tests, then the end-to-end local suites and the conformance tier, each on its own (what CI runs)
-	$(GO) test -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e '/runner/conformance$$' -e '/runner/cli$$')
-	$(GO) test -count=1 -timeout 15m ./runner/cli
+	$(GO) test $(GOTESTFLAGS) -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e '/runner/conformance$$' -e '/runner/cli$$')
+	$(GO) test $(GOTESTFLAGS) -count=1 -timeout 15m ./runner/cli
 	$(MAKE) --no-print-directory test-h2spec
 
 # The build the pool's cost is compared with: a git ref (tag bench-base where it was made; in a
@@ -44,9 +44,13 @@ bench: build bench-sim ## side-by-side benchmarks: clients vs fortio and h2load,
 	bash hack/apt-need.sh h2load:nghttp2-client
 	bash hack/bench-base.sh $(BENCH_BASE) bin/igwlab-base
 	$(GO) build -o bin/bench ./bench/cmd/bench
-	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" ./bin/bench
+	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" ./bin/bench -docs docs/performance.md
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./runner/stats ./runner/analysis ./runner/emulator ./h2dial \
 		| tee bench/results/micro-$$(date -u +%Y%m%dT%H%M%SZ).txt
+
+# GOTESTFLAGS=-json makes every go test of make test print its events, which hack/testtimes reads.
+test-times: ## make test, timed: rewrites docs/testing.md's table of where the time goes (phases, packages, slowest tests)
+	bash hack/test-times.sh "$(TIMES_NOTE)"
 
 test-short: ## unit tests only
 	$(GO) test -count=1 -short ./...
@@ -106,4 +110,4 @@ clean:
 # 2 s timeouts, not the CPU (about 55 s of CPU in 122 s of wall time), so four beat two.
 test-h2spec: ## the conformance tier alone: h2spec case by case against igwlab serve at both codecs and two stream caps (docs/envoy-conformance.md), h2spec 5.1.2 at the default cap, h2load killed mid-run, and Envoy's own integration tests replayed as a client drives them; builds h2spec on first use
 	bash hack/apt-need.sh h2load:nghttp2-client
-	IGWLAB_H2SPEC_BIN="$$(bash hack/h2spec-tool.sh)" $(GO) test -count=1 -timeout 20m -parallel 4 ./runner/conformance/
+	IGWLAB_H2SPEC_BIN="$$(bash hack/h2spec-tool.sh)" $(GO) test $(GOTESTFLAGS) -count=1 -timeout 20m -parallel 4 ./runner/conformance/

@@ -20,6 +20,8 @@ import (
 
 	"github.com/igwlab/igwlab/internal/atomicfile"
 	"github.com/igwlab/igwlab/internal/cpuprofile"
+	"github.com/igwlab/igwlab/internal/docsection"
+	"github.com/igwlab/igwlab/internal/machine"
 )
 
 // Options configure a bench run.
@@ -95,9 +97,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Streams, "m", 500, "streams in flight in the multiplexed layout, the trigger scenario's (2..1000)")
 	fs.DurationVar(&o.ClientDuration, "duration", 8*time.Second, "each client run (1s..5m)")
 	fs.StringVar(&o.OutDir, "out", "bench/results", "folder for the JSON result")
+	docs := fs.String("docs", "", "docs page whose "+DocSection+" section to rewrite from this run, when it ran every part (make bench gives docs/performance.md)")
+	render := fs.String("render", "", "measure nothing: write this results file (bench/results/*.json, a run of every part) into -docs")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the emulator, in the harness part) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *render != "" {
+		return renderDocs(*render, *docs)
 	}
 	o.Only = strings.Split(*only, ",")
 	for _, p := range o.Only {
@@ -124,12 +131,23 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "\nwritten: %s\n", path)
+	if *docs == "" {
+		return nil
+	}
+	if !rep.Complete() {
+		fmt.Fprintf(stderr, "bench: %s left as it is: this run did not measure every part (-only)\n", *docs)
+		return nil
+	}
+	if err := docsection.Write(*docs, DocSection, Markdown(rep, filepath.ToSlash(path))); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "written: %s (section %s)\n", *docs, DocSection)
 	return nil
 }
 
 // Measure runs the selected parts.
 func Measure(ctx context.Context, o Options, progress io.Writer) (*Report, error) {
-	rep := &Report{Date: o.Now().UTC(), Cores: runtime.NumCPU(), Go: runtime.Version(), CPU: cpuModel(), Skipped: map[string]string{}}
+	rep := &Report{Date: o.Now().UTC(), Cores: runtime.NumCPU(), Go: runtime.Version(), CPU: machine.CPUModel(), Skipped: map[string]string{}}
 	if slices.Contains(o.Only, "clients") {
 		c, err := clientBench(ctx, o, progress)
 		if err != nil {
@@ -263,16 +281,17 @@ func fmtList(vs []float64) string {
 	return strings.Join(parts, " ")
 }
 
-// cpuModel names the processor, for reading results later (Linux only).
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
+// renderDocs writes a saved run into the docs page, as make bench does after measuring.
+func renderDocs(file, page string) error {
+	if page == "" {
+		return errors.New("-render needs -docs (the page to write, docs/performance.md)")
+	}
+	rep, err := LoadReport(file)
 	if err != nil {
-		return ""
+		return err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
+	if !rep.Complete() {
+		return fmt.Errorf("-render %s: that run did not measure every part (%s), so it cannot stand for the lab's performance", file, strings.Join(allParts, ","))
 	}
-	return ""
+	return docsection.Write(page, DocSection, Markdown(rep, filepath.ToSlash(file)))
 }

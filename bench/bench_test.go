@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/igwlab/igwlab/internal/docsection"
 )
 
 func TestH2loadSummaryAndLog(t *testing.T) {
@@ -89,5 +91,52 @@ func TestClientBenchEndToEnd(t *testing.T) {
 		if r := l.Ratios["h2dial_vs_h2load"].Median; r <= 0 {
 			t.Errorf("%s ratio %v", l.Name, r)
 		}
+	}
+}
+
+// TestPerformanceDocIsTheLatestRun holds docs/performance.md's results table to the newest
+// results file of a whole `make bench` run: the page's numbers are that file's, rendered.
+func TestPerformanceDocIsTheLatestRun(t *testing.T) {
+	const page = "../docs/performance.md"
+	section, err := docsection.BodyOf(page, DocSection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest, err := LatestComplete("results")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if latest == "" {
+		t.Fatal("bench/results holds no run of every part: run make bench")
+	}
+	named := DocResultsFile(section)
+	if want := "bench/" + filepath.ToSlash(latest); named != want {
+		t.Fatalf("%s shows %q, the latest whole run is %s: run make bench, or ./bin/bench -render %s -docs docs/performance.md", page, named, want, want)
+	}
+	rep, err := LoadReport(latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := Markdown(rep, named); section != want {
+		t.Errorf("%s's %s section differs from %s rendered (./bin/bench -render %s -docs docs/performance.md rewrites it):\n--- page\n%s\n--- file\n%s", page, DocSection, named, named, section, want)
+	}
+}
+
+func TestMarkdownNamesTheFileAndEveryGoal(t *testing.T) {
+	r := &Report{Date: time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC), Cores: 2, Go: "go1.26.8", CPU: "cpu",
+		Harness: &HarnessResult{Setup: "s", CapacityRPS: 22500, Steps: []HarnessStep{{OfferedRPS: 22500, EmulatorCPUUs: 40, ClientCPUUs: 20, P99Ms: 1.5, OK: true}}},
+		Goals:   []Goal{{Name: "harness capacity (x)", Want: ">= 20000", Measured: 22500, Met: true}},
+		Skipped: map[string]string{"flip": "no Pulumi CLI"}}
+	md := Markdown(r, "bench/results/20261205T120000Z.json")
+	if got := DocResultsFile(md); got != "bench/results/20261205T120000Z.json" {
+		t.Errorf("file named: %q", got)
+	}
+	for _, want := range []string{"**22500 rps** (emulator 40 µs", ">= 20000, met", "| flip | skipped: no Pulumi CLI |", "2 cores (cpu), go1.26.8"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("lacks %q:\n%s", want, md)
+		}
+	}
+	if r.Complete() {
+		t.Error("a run without clients, suite and pool is not complete")
 	}
 }

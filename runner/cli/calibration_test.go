@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/igwlab/igwlab/internal/docsection"
 	"github.com/igwlab/igwlab/runner/analysis"
 	"github.com/igwlab/igwlab/runner/calibrate"
 	"github.com/igwlab/igwlab/runner/gateway/simulated"
@@ -115,27 +116,20 @@ func calibrateAgainst(t *testing.T, section string, runs ...localRun) {
 		t.Logf("calibration, %s:\n%s", section, rep.Markdown(strings.Join(commands, "; ")))
 		return
 	}
-	root := repoRoot(t)
-	path := filepath.Join(root, calibrationDoc)
-	page, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	begin, end := "<!-- calibration "+section+" -->\n", "<!-- end calibration "+section+" -->"
-	i, j := bytes.Index(page, []byte(begin)), bytes.Index(page, []byte(end))
-	if i < 0 || j < i {
-		t.Fatalf("%s: no %q ... %q section", calibrationDoc, strings.TrimSpace(begin), end)
-	}
+	path := filepath.Join(repoRoot(t), calibrationDoc)
+	name := "calibration " + section
 	if *updateCalibration {
 		md := rep.Markdown("`" + strings.Join(commands, "` and `") + "`, then the same scenarios and seed on the simulated target with the harness fitted to that run's machine (" + strings.Join(fits, "; ") + ")")
-		out := string(page[:i+len(begin)]) + md + string(page[j:])
-		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+		if err := docsection.Write(path, name, md); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
+	doc, err := docsection.BodyOf(path, name)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The numbers move from run to run; the page must list what this run compared.
-	doc := string(page[i:j])
 	for _, row := range rep.Rows {
 		if !strings.Contains(doc, "\n| "+row.Scenario+" |") {
 			t.Errorf("%s (%s) has no row for %s: go test ./runner/cli -run %s -update-calibration", calibrationDoc, section, row.Scenario, t.Name())

@@ -18,8 +18,11 @@ import (
 // "node" behind that node's ztunnel, and the lab's gRPC backend (grpclab, the server its
 // grpcbin Deployment runs).
 type Backends struct {
-	HTTPBin  []string // host:port of each replica
-	GRPC     string   // host:port
+	HTTPBin []string // host:port of each replica
+	// mem is each replica's in-process listener by its address (memconn.go): the gateway
+	// pods' upstream connections.
+	mem      map[string]*memListener
+	GRPC     string // host:port
 	Ztunnels []*Ztunnel
 	httpSrv  []*http.Server
 	grpcSrv  *grpc.Server
@@ -31,7 +34,7 @@ const MaxStreamDuration = 10 * time.Minute
 
 // StartBackends starts the backends; replica i of httpbin listens on node i's address.
 func StartBackends(replicas int) (*Backends, error) {
-	b := &Backends{}
+	b := &Backends{mem: map[string]*memListener{}}
 	// Ten minutes, as the lab's httpbin allows: an event stream (/sse) outlives a window.
 	hb := httpbin.New(httpbin.WithMaxBodySize(20<<20), httpbin.WithMaxDuration(MaxStreamDuration))
 	for i := 0; i < replicas; i++ {
@@ -56,11 +59,15 @@ func StartBackends(replicas int) (*Backends, error) {
 		srv.Protocols.SetUnencryptedHTTP2(true)
 		b.httpSrv = append(b.httpSrv, srv)
 		b.HTTPBin = append(b.HTTPBin, hl.Addr().String())
-		go func() {
-			if err := srv.Serve(z.wrap(hl)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				_ = err // the listener is ours; Serve only fails when it is closed
-			}
-		}()
+		ml := newMemListener(hl.Addr())
+		b.mem[hl.Addr().String()] = ml
+		for _, l := range []net.Listener{hl, ml} {
+			go func() {
+				if err := srv.Serve(z.wrap(l)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					_ = err // the listener is ours; Serve only fails when it is closed
+				}
+			}()
+		}
 	}
 	gl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -121,8 +121,15 @@ func (p *Pod) build(cfg *listenerConfig) {
 	p.hcm = newHCM(p)
 	p.clusters = map[string]*cluster{}
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	from := &net.TCPAddr{IP: net.ParseIP(p.ip)}
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dialer.DialContext(ctx, network, addr)
+		var c net.Conn
+		var err error
+		if ml := pl.backends.mem[addr]; ml != nil {
+			c, err = ml.dial(ctx, from)
+		} else {
+			c, err = dialer.DialContext(ctx, network, addr)
+		}
 		if err != nil {
 			return nil, err
 		}

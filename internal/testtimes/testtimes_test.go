@@ -1,0 +1,73 @@
+package testtimes
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stream is make test as it prints with GOTESTFLAGS=-json: echoed commands between events.
+const stream = `go vet ./...
+go test -json -count=1 -timeout 15m $(go list ./... | grep -v x)
+{"Time":"2026-12-05T10:00:10Z","Action":"start","Package":"m/a"}
+{"Time":"2026-12-05T10:00:10Z","Action":"run","Package":"m/a","Test":"TestFast"}
+{"Time":"2026-12-05T10:00:11Z","Action":"pass","Package":"m/a","Test":"TestFast","Elapsed":0.5}
+{"Time":"2026-12-05T10:00:11Z","Action":"start","Package":"m/b"}
+{"Time":"2026-12-05T10:00:12Z","Action":"pass","Package":"m/b","Test":"TestSlow/sub","Elapsed":30}
+{"Time":"2026-12-05T10:00:42Z","Action":"pass","Package":"m/b","Test":"TestSlow","Elapsed":31}
+{"Time":"2026-12-05T10:00:42Z","Action":"pass","Package":"m/b","Elapsed":31.2}
+{"Time":"2026-12-05T10:00:42Z","Action":"pass","Package":"m/a","Elapsed":0.6}
+go test -json -count=1 -timeout 15m ./c
+{"Time":"2026-12-05T10:01:00Z","Action":"start","Package":"m/c"}
+{"Time":"2026-12-05T10:01:01Z","Action":"output","Package":"m/c","Test":"TestBroken","Output":"boom\n"}
+{"Time":"2026-12-05T10:01:02Z","Action":"fail","Package":"m/c","Test":"TestBroken","Elapsed":2}
+{"Time":"2026-12-05T10:01:02Z","Action":"fail","Package":"m/c","Elapsed":2.1}
+`
+
+func TestReadSplitsPhasesAndRanksTests(t *testing.T) {
+	run, err := Read(strings.NewReader(stream), func() time.Time { return time.Time{} }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Phases) != 3 {
+		t.Fatalf("phases: %+v", run.Phases)
+	}
+	if got := phaseName(run.Phases[1].Command); got != "go test (the other packages)" || len(run.Phases[1].Packages) != 2 {
+		t.Errorf("phase 2: %q with %v", got, run.Phases[1].Packages)
+	}
+	if got := phaseName(run.Phases[2].Command); got != "go test ./c" {
+		t.Errorf("phase 3: %q", got)
+	}
+	if run.Packages[0].Name != "m/b" || run.Packages[0].Seconds != 31.2 || run.Packages[0].Tests != 1 {
+		t.Errorf("slowest package: %+v", run.Packages[0])
+	}
+	if len(run.Tests) != 3 || run.Tests[0].Name != "TestSlow" {
+		t.Errorf("tests (subtests left out, slowest first): %+v", run.Tests)
+	}
+	if !run.Failed() || run.Failures["m/c TestBroken"] != "boom\n" {
+		t.Errorf("failures: %v", run.Failures)
+	}
+	md := Markdown(run, Setting{Module: "m", Commit: "abc", Cores: 2, Go: "go1.26", CPU: "cpu", Note: "warm"}, 2)
+	for _, want := range []string{"| `./b` | 31.2 s | 1 |", "| `TestSlow` | `./b` | 31.0 s |", "1 package under 1 s each", "| `go test ./c` |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "TestFast") {
+		t.Errorf("only the 2 slowest tests are listed:\n%s", md)
+	}
+}
+
+func TestLiveStampsTheCommands(t *testing.T) {
+	clock := time.Date(2026, 12, 5, 9, 59, 0, 0, time.UTC)
+	run, err := Read(strings.NewReader(stream), func() time.Time { clock = clock.Add(time.Second); return clock }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The vet phase starts when its echo arrives and ends when the next command's does:
+	// compiling shows in the phases' times though no event reports it.
+	if d := run.Phases[0].End.Sub(run.Phases[0].Start); d != time.Second {
+		t.Errorf("vet phase %v, want 1s", d)
+	}
+}
