@@ -112,7 +112,7 @@ func Markdown(r *Report, file string) string {
 	if s := r.Suite; s != nil {
 		ran := 0
 		for _, n := range s.Order {
-			if s.ScenarioSeconds[n] > 0 {
+			if !strings.HasPrefix(s.Status[n], "skipped") {
 				ran++
 			}
 		}
