@@ -28,7 +28,11 @@ import (
 // busy worker so reads late, the kernel's buffers fill and TCP throttles the client. Frames the
 // codec queues while it dispatches go out when the worker has done that dispatch's work.
 type serverConn struct {
-	h      *hcm
+	h *hcm
+	// mem is the pod's memory count as it stood when the connection was accepted: what the
+	// connection holds is given back to that count, not to the one a restart (after an OOM
+	// kill, say) started afresh while the dead connection was still letting go.
+	mem    *podMemory
 	w      *Worker
 	cfg    *listenerConfig
 	nc     net.Conn
@@ -130,7 +134,7 @@ const unlimitedStreams = 0xffffffff
 
 func newServerConn(h *hcm, w *Worker, cfg *listenerConfig, nc net.Conn) *serverConn {
 	sc := &serverConn{
-		h: h, w: w, cfg: cfg, nc: nc, opened: time.Now(), codec: h.pod.pool.cfg.Codec,
+		h: h, mem: h.pod.mem, w: w, cfg: cfg, nc: nc, opened: time.Now(), codec: h.pod.pool.cfg.Codec,
 		out: &bytes.Buffer{}, spare: &bytes.Buffer{}, kick: make(chan struct{}, 1),
 		streams: map[uint32]*stream{}, connSendWindow: 65535, peerInitWindow: 65535, prefaced: make(chan struct{}),
 		connRecvWindow: int64(cfg.ConnWindow), ackedMaxStreams: unlimitedStreams,
@@ -138,7 +142,7 @@ func newServerConn(h *hcm, w *Worker, cfg *listenerConfig, nc net.Conn) *serverC
 	sc.peerMaxFrame.Store(16384)
 	sc.cond = sync.NewCond(&sc.mu)
 	sc.ctx, sc.cancel = context.WithCancel(context.Background())
-	sc.in.init(int(cfg.BufferLimit), h.pod.mem)
+	sc.in.init(int(cfg.BufferLimit), sc.mem)
 	sc.order.init()
 	sc.fr = http2.NewFramer(writerFunc(sc.encode), nil)
 	sc.henc = hpack.NewEncoder(&sc.hbuf)
@@ -154,7 +158,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // encode is the Framer's writer: it appends to the outgoing buffer (wmu is held).
 func (sc *serverConn) encode(p []byte) (int, error) {
 	sc.queued.Add(int64(len(p)))
-	sc.h.pod.mem.add(int64(len(p)))
+	sc.mem.add(int64(len(p)))
 	return sc.out.Write(p)
 }
 
@@ -185,7 +189,7 @@ func (sc *serverConn) writeLoop() {
 			n := buf.Len()
 			_, err := sc.nc.Write(buf.Bytes())
 			sc.queued.Add(-int64(n))
-			sc.h.pod.mem.add(-int64(n))
+			sc.mem.add(-int64(n))
 			sc.pc.written(frames, ctrl)
 			sc.h.TxBytes.Add(int64(n))
 			sc.mu.Lock()

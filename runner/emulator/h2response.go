@@ -84,7 +84,7 @@ func (st *stream) holdResponseHeaders(h http.Header) {
 		}
 	}
 	st.headerBytes += n
-	st.sc.h.pod.mem.add(n)
+	st.sc.mem.add(n)
 }
 
 func encodeHeader(enc *hpack.Encoder, h http.Header) {
@@ -164,18 +164,18 @@ func (st *stream) writeData(p []byte, end bool) (paused bool, err error) {
 func (st *stream) pendingWrite(p []byte) {
 	before := st.pending.Len()
 	st.pending.Write(p)
-	st.sc.h.pod.mem.add(sliced(st.pending.Len()) - sliced(before))
+	st.sc.mem.add(sliced(st.pending.Len()) - sliced(before))
 }
 
 func (st *stream) pendingNext(n int) []byte {
 	before := st.pending.Len()
 	b := st.pending.Next(n)
-	st.sc.h.pod.mem.add(sliced(st.pending.Len()) - sliced(before))
+	st.sc.mem.add(sliced(st.pending.Len()) - sliced(before))
 	return b
 }
 
 func (st *stream) pendingDrop() {
-	st.sc.h.pod.mem.add(-sliced(st.pending.Len()))
+	st.sc.mem.add(-sliced(st.pending.Len()))
 	st.pending.Reset()
 }
 

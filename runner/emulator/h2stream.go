@@ -123,7 +123,7 @@ func (st *stream) addHeader(f hpack.HeaderField, trailer bool) {
 	}
 	n := int64(len(f.Name) + len(f.Value) + headerOverhead)
 	st.headerBytes += n
-	st.sc.h.pod.mem.add(n)
+	st.sc.mem.add(n)
 }
 
 // startIdleTimer arms stream_idle_timeout once Envoy has the request.
@@ -169,7 +169,7 @@ func (st *stream) recv(p []byte, end bool) {
 	sc.mu.Unlock()
 	st.bmu.Lock()
 	st.body.Write(p)
-	sc.h.pod.mem.add(int64(len(p)))
+	sc.mem.add(int64(len(p)))
 	overrun := int64(st.body.Len()) > sc.cfg.StreamBufferLimit()
 	if overrun {
 		st.unconsumed += int64(len(p))
@@ -206,7 +206,7 @@ func (st *stream) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	n, _ := st.body.Read(p)
-	st.sc.h.pod.mem.add(-int64(n))
+	st.sc.mem.add(-int64(n))
 	var give int64
 	if st.unconsumed > 0 && int64(st.body.Len()) <= st.sc.cfg.StreamBufferLimit()/2 {
 		give, st.unconsumed = st.unconsumed, 0

@@ -126,7 +126,7 @@ func (hc *hboneConn) connect(rw http.ResponseWriter, r *http.Request) {
 	}
 	p.conns[sc] = struct{}{}
 	p.mu.Unlock()
-	p.mem.add(connMemory)
+	sc.mem.add(connMemory)
 	p.hcm.connOpened(sc)
 	sc.serve()
 	<-tc.done

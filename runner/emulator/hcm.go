@@ -84,7 +84,7 @@ func (h *hcm) connClosed(sc *serverConn, local bool, rqSide int, _ string) {
 	ms := float64(time.Since(sc.opened)) / float64(time.Millisecond)
 	h.CxLength.Observe(ms)
 	h.LCxLength.Observe(ms)
-	h.pod.mem.add(-connMemory)
+	sc.mem.add(-connMemory)
 	h.pod.forget(sc)
 	for _, s := range sc.cxStats(h.CxActive, h.LCxActive, sc.w.CxActive) {
 		s.Dec()
@@ -127,7 +127,7 @@ func (h *hcm) beginStream(st *stream) bool {
 	reqs := sc.requests
 	sc.atCap = h.pod.pool.obs.streams(int64(sc.open), int64(sc.cfg.MaxConcurrentStreams), sc.atCap)
 	sc.mu.Unlock()
-	h.pod.mem.add(h.pod.pool.cfg.streamMemory())
+	sc.mem.add(h.pod.pool.cfg.streamMemory())
 	st.atLimit = model.AtRequestLimit(reqs, sc.cfg.MaxRequestsPerConn)
 	st.startDurationTimer()
 	return true

@@ -120,7 +120,7 @@ func (p *Pod) openStreams() int {
 
 // release gives back what a finished stream held.
 func (st *stream) release() {
-	m := st.sc.h.pod.mem
+	m := st.sc.mem
 	st.bmu.Lock()
 	body := st.body.Len()
 	st.body.Reset()
@@ -137,7 +137,7 @@ func (st *stream) release() {
 
 // releaseBuffers gives back a closed connection's buffers.
 func (sc *serverConn) releaseBuffers() {
-	m := sc.h.pod.mem
+	m := sc.mem
 	sc.in.mu.Lock()
 	m.add(-int64(len(sc.in.data)))
 	sc.in.data = nil

@@ -297,7 +297,7 @@ func (p *Pod) serveConn(w *Worker, c net.Conn) {
 	}
 	p.conns[sc] = struct{}{}
 	p.mu.Unlock()
-	p.mem.add(connMemory)
+	sc.mem.add(connMemory)
 	p.hcm.connOpened(sc)
 	sc.serve()
 }
