@@ -9,6 +9,7 @@ import (
 	"path"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -244,8 +245,18 @@ func validate(s *Scenario, doc *yaml.Node) []error {
 	}
 	checkEvents(s, bad)
 	checkEastWest(s, bad, intRange, oneOf)
-	if (!s.Local.Knobs.IsZero() || s.Local.Client != (LocalClient{}) || s.Local.Pool != (Pool{}) || len(s.Local.Events) > 0 || s.Local.ServiceTime != 0) && strings.TrimSpace(s.Local.Why) == "" {
+	// A window is the largest part of what a run costs, so each scenario says what sets its own:
+	// the why names the window's length as a reader would write it ("4 s"), which keeps a
+	// changed window from leaving an old reason behind.
+	departs := !s.Local.Knobs.IsZero() || s.Local.Client != (LocalClient{}) || s.Local.Pool != (Pool{}) || len(s.Local.Events) > 0 || s.Local.ServiceTime != 0
+	window, why := s.Local.Load.Duration, strings.TrimSpace(s.Local.Why)
+	switch {
+	case why == "" && departs:
 		bad("local.why", "required when local departs from the lab's knobs, client, pool, events or service time: say why, it is shown in every report")
+	case why == "" && window > 0:
+		bad("local.why", fmt.Sprintf("required with local.load.duration (%s): say what sets the window, naming %q; it is shown in every report", window, windowWords(window)))
+	case window > 0 && !strings.Contains(why, windowWords(window)):
+		bad("local.why", fmt.Sprintf("say what sets the local window (local.load.duration %s): the text must name %q", window, windowWords(window)))
 	}
 
 	if al := s.Filters.AccessLog; al != nil {
@@ -358,4 +369,9 @@ func load(fsys fs.FS, dir string, external bool) (*Catalog, error) {
 	}
 	cat.sort()
 	return cat, nil
+}
+
+// windowWords is a window's length as the catalog's prose writes it: "4 s", "1.5 s".
+func windowWords(d Duration) string {
+	return strconv.FormatFloat(d.D().Seconds(), 'f', -1, 64) + " s"
 }

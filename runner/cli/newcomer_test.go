@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/igwlab/igwlab/runner/analysis"
 	"github.com/igwlab/igwlab/runner/suite"
@@ -52,13 +53,14 @@ func TestNewcomerPath(t *testing.T) {
 		cmd.Dir = dir
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		start := time.Now()
 		if err := cmd.Run(); err != nil {
 			t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", step, err, stdout.String(), tail(stderr.String(), 40))
 		}
 		if strings.HasPrefix(step, "make run") {
 			evaluation = stdout.String()
 		}
-		t.Logf("ran %s", step)
+		t.Logf("ran %s (%s)", step, time.Since(start).Round(100*time.Millisecond))
 	}
 
 	// The evaluation has every call the README's sample shows.
