@@ -11,6 +11,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/igwlab/igwlab/dashboard"
+	"github.com/igwlab/igwlab/dashboard/grafanajson"
 )
 
 // MonitoringArgs configure monitoring.
@@ -135,7 +136,7 @@ func NewMonitoring(ctx *pulumi.Context, name string, args *MonitoringArgs, opts 
 		}
 		c.PodMonitors = append(c.PodMonitors, pm)
 	}
-	board, err := dashboard.JSON()
+	board, err := grafanajson.JSON()
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package dashboard
+package grafanajson
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/igwlab/igwlab/dashboard"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden dashboard")
@@ -36,7 +38,7 @@ func TestGoldenDashboard(t *testing.T) {
 			} `json:"targets"`
 		} `json:"panels"`
 	}
-	if err := json.Unmarshal(got, &d); err != nil || d.UID != UID || len(d.Panels) != len(Panels) {
+	if err := json.Unmarshal(got, &d); err != nil || d.UID != dashboard.UID || len(d.Panels) != len(dashboard.Panels) {
 		t.Fatalf("dashboard JSON: %v, uid %q, %d panels", err, d.UID, len(d.Panels))
 	}
 }

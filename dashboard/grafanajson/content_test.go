@@ -1,4 +1,4 @@
-package dashboard
+package grafanajson
 
 import (
 	"encoding/json"
