@@ -82,7 +82,7 @@ func TestWithKnobsWinsOverLocalDepartures(t *testing.T) {
 	if v, _ := spec.Get(&out.Override); v != "30" || len(out.Override.Set()) != 1 {
 		t.Errorf("override %v", out.Override.Set())
 	}
-	if v, _ := spec.Get(&sc.Local.Knobs); v != "300" {
+	if v, _ := spec.Get(&sc.Local.Knobs); v != "150" {
 		t.Errorf("the catalog's scenario changed: local %s = %q", mrpc, v)
 	}
 	for _, d := range out.Departures() {

@@ -227,7 +227,7 @@ func TestEffectiveLocalDepartures(t *testing.T) {
 	if v, _ := spec.Get(&lab.Knobs); v != "10000" {
 		t.Fatalf("lab mrpc %s", v)
 	}
-	if v, _ := spec.Get(&local.Knobs); v != "300" {
+	if v, _ := spec.Get(&local.Knobs); v != "150" {
 		t.Fatalf("local mrpc %s", v)
 	}
 	if v, _ := Registry[0].Get(&local.Knobs); v != "65536" {
@@ -236,7 +236,7 @@ func TestEffectiveLocalDepartures(t *testing.T) {
 	deps := s.Departures()
 	found := false
 	for _, d := range deps {
-		if d.Field == "knobs."+spec.Path && d.Lab == "10000" && d.Local == "300" {
+		if d.Field == "knobs."+spec.Path && d.Lab == "10000" && d.Local == "150" {
 			found = true
 		}
 	}
