@@ -34,6 +34,7 @@ type Recorder struct {
 
 	mu    sync.Mutex
 	conns []*recorded
+	hold  time.Duration // see Hold
 	wg    sync.WaitGroup
 }
 
@@ -59,6 +60,18 @@ func NewRecorder(target string) (*Recorder, error) {
 // Port is the port clients connect to.
 func (r *Recorder) Port() int { return r.ln.Addr().(*net.TCPAddr).Port }
 
+// Hold makes the connections accepted from now on pass what the client writes in one burst
+// (writes less than d apart) to the gateway as one write; zero forwards each read at once.
+// The table gives Envoy's answer when a case's frames reach it together; h2spec writes them
+// one write(2) at a time, and when its process is descheduled between two, the gateway
+// answers a request whose header block ended before the frame that breaks the connection
+// arrives. A held connection takes that gap out of the case.
+func (r *Recorder) Hold(d time.Duration) {
+	r.mu.Lock()
+	r.hold = d
+	r.mu.Unlock()
+}
+
 // Close stops the proxy.
 func (r *Recorder) Close() { r.ln.Close() }
 
@@ -71,9 +84,10 @@ func (r *Recorder) accept() {
 		rec := &recorded{done: make(chan struct{})}
 		r.mu.Lock()
 		r.conns = append(r.conns, rec)
+		hold := r.hold
 		r.mu.Unlock()
 		r.wg.Add(1)
-		go r.proxy(c, rec)
+		go r.proxy(c, rec, hold)
 	}
 }
 
@@ -103,7 +117,7 @@ func (r *Recorder) Take() ([]string, string) {
 // the close after it, every time, instead of racing it.
 const quiet = 250 * time.Millisecond
 
-func (r *Recorder) proxy(c net.Conn, rec *recorded) {
+func (r *Recorder) proxy(c net.Conn, rec *recorded, hold time.Duration) {
 	defer r.wg.Done()
 	defer close(rec.done)
 	g, err := net.Dial("tcp", r.target)
@@ -122,7 +136,11 @@ func (r *Recorder) proxy(c net.Conn, rec *recorded) {
 	}
 	gatewayDone := make(chan struct{})
 	go func() { // client -> gateway
-		_, _ = io.Copy(g, c)
+		if hold > 0 {
+			copyHeld(g, c, hold)
+		} else {
+			_, _ = io.Copy(g, c)
+		}
 		end(ClientCloses)
 		for {
 			select {
@@ -157,6 +175,49 @@ func (r *Recorder) proxy(c net.Conn, rec *recorded) {
 	pw.Close()
 	close(gatewayDone)
 	c.Close()
+}
+
+// copyHeld copies src to dst until src ends, writing what src delivered in one burst (reads
+// less than hold apart) with one write once src has been quiet for hold.
+func copyHeld(dst io.Writer, src io.Reader, hold time.Duration) {
+	reads := make(chan []byte)
+	go func() {
+		defer close(reads)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := src.Read(buf)
+			if n > 0 {
+				reads <- buf[:n]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var pending []byte
+	broken := false // dst refused a write: the rest of src is read and dropped
+	flush := func() {
+		if len(pending) > 0 && !broken {
+			_, err := dst.Write(pending)
+			broken = err != nil
+		}
+		pending = pending[:0]
+	}
+	quiet := time.NewTimer(hold)
+	quiet.Stop()
+	for {
+		select {
+		case b, ok := <-reads:
+			if !ok {
+				flush()
+				return
+			}
+			pending = append(pending, b...)
+			quiet.Reset(hold)
+		case <-quiet.C:
+			flush()
+		}
+	}
 }
 
 func (rec *recorded) lastFrame() time.Time {

@@ -121,6 +121,17 @@ type Rotation struct {
 	Text               string  `json:"text"`
 }
 
+// streamsInFlight is a pod's downstream_rq_active over the window: a gauge, read at each end.
+// One reading is a moment, and a client that keeps its calls in flight can be caught between
+// answers and its next calls (on two busy cores, a gRPC ClientConn's 50 calls read as 1), so
+// where the window's start was read too the two readings are averaged.
+func streamsInFlight(p PodWindow) float64 {
+	if p.PreRead && !p.Restarted {
+		return (p.Pre.RqActive + p.Post.RqActive) / 2
+	}
+	return p.Post.RqActive
+}
+
 // Judge makes the report for a window.
 func Judge(w *Window) *Report {
 	r := judge(w)
@@ -140,7 +151,7 @@ func judge(w *Window) *Report {
 			opened, active, before = d.LCxTotal, p.Post.LCxActive, p.Pre.LCxActive
 		}
 		row := PodRow{Name: p.Name, Opened: opened, Active: active, Requests: d.RqTotal,
-			Streams: p.Post.RqActive, Workers: p.Workers, Restarted: p.Restarted}
+			Streams: streamsInFlight(p), Workers: p.Workers, Restarted: p.Restarted}
 		row.Seen = before + opened
 		if p.Restarted {
 			row.Seen = opened // the pod began again during the window: all it saw is new

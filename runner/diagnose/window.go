@@ -55,6 +55,9 @@ type PodWindow struct {
 	Delta     stats.Pod `json:"-"`
 	Restarted bool      `json:"restarted,omitempty"`
 	Workers   int       `json:"workers"`
+	// PreRead says Pre is a reading taken at the window's start (not zero for a pod first seen
+	// at its end, or a window of the counters since start).
+	PreRead bool `json:"-"`
 }
 
 // windowFrom builds a window from two readings per pod, matched by pod name, under names
@@ -76,7 +79,7 @@ func windowFrom(source string, pre, post []stats.Snapshot, span time.Duration, p
 	for _, s := range post {
 		p := PodWindow{Name: s.Pod, Post: stats.Extract(s, names)}
 		if b, ok := byName[s.Pod]; ok {
-			p.Pre = stats.Extract(b, names)
+			p.Pre, p.PreRead = stats.Extract(b, names), true
 		}
 		p.Delta, p.Restarted = stats.Delta(p.Pre, p.Post)
 		p.Workers = len(p.Post.WorkerCx)
@@ -122,7 +125,7 @@ func (w *Window) sinceStart() {
 	var up float64
 	for i := range w.Pods {
 		p := &w.Pods[i]
-		p.Pre = stats.Pod{}
+		p.Pre, p.PreRead = stats.Pod{}, false
 		p.Delta, _ = stats.Delta(stats.Pod{}, p.Post)
 		up = max(up, p.Post.Uptime)
 	}
