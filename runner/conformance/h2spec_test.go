@@ -127,6 +127,7 @@ func TestH2specConformance(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer rec.Close()
+				rec.Hold(caseHold)
 				for _, id := range cases {
 					if id == streamLimitCase && !cfg.small {
 						continue
@@ -147,15 +148,12 @@ func TestH2specConformance(t *testing.T) {
 						continue
 					}
 					diff := mismatches(id, row.For(cfg.nghttp2), res)
-					// h2spec writes a case's frames one write(2) at a time, and on two shared
-					// cores its process can be descheduled between them: a request whose
-					// header block ended is then answered before the frame that breaks the
-					// connection arrives. A case that differs runs again with the recorder
-					// holding h2spec's bursts together (Recorder.Hold), and must match then.
+					// A case that differs runs again with the recorder waiting longer for the
+					// rest of each of h2spec's bursts, and must match then.
 					for rerun := 1; len(diff) > 0 && rerun <= len(rerunHolds); rerun++ {
 						rec.Hold(rerunHolds[rerun-1])
 						res, err = RunCase(ctx, bin, s.Target, rec, id, 2*time.Second)
-						rec.Hold(0)
+						rec.Hold(caseHold)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -178,9 +176,19 @@ func TestH2specConformance(t *testing.T) {
 	}
 }
 
-// rerunHolds are the reruns of a case that differs from its row: how long the recorder waits
-// for more of a burst of h2spec's writes before passing it on, in each.
-var rerunHolds = []time.Duration{50 * time.Millisecond, 250 * time.Millisecond}
+// caseHold is how long the recorder waits for more of a burst of h2spec's writes before it
+// passes the burst on (Recorder.Hold). The table gives Envoy's answer when a case's frames
+// reach it together, and h2spec writes them one write(2) at a time: on two shared cores its
+// process can be descheduled between two, and a request whose header block ended is then
+// answered before the frame that breaks the connection arrives (CI saw http2/6.10/4 answered
+// before its CONTINUATION). Holding costs the tier no time: its cases wait on h2spec's
+// timeouts and the recorder's quiet, not on round trips (168 s for the tier with every case
+// held 250 ms, as without).
+const caseHold = 50 * time.Millisecond
+
+// rerunHolds are the reruns of a case that differs from its row, each with how long the
+// recorder holds h2spec's bursts in it.
+var rerunHolds = []time.Duration{250 * time.Millisecond, 250 * time.Millisecond}
 
 // mismatches says how one case's result differs from its row.
 func mismatches(id string, want Answer3, res Result) []string {

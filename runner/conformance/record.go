@@ -62,10 +62,7 @@ func (r *Recorder) Port() int { return r.ln.Addr().(*net.TCPAddr).Port }
 
 // Hold makes the connections accepted from now on pass what the client writes in one burst
 // (writes less than d apart) to the gateway as one write; zero forwards each read at once.
-// The table gives Envoy's answer when a case's frames reach it together; h2spec writes them
-// one write(2) at a time, and when its process is descheduled between two, the gateway
-// answers a request whose header block ended before the frame that breaks the connection
-// arrives. A held connection takes that gap out of the case.
+// A held connection takes the gaps between a client's writes out of what the gateway sees.
 func (r *Recorder) Hold(d time.Duration) {
 	r.mu.Lock()
 	r.hold = d
