@@ -55,8 +55,8 @@ type PodWindow struct {
 	Delta     stats.Pod `json:"-"`
 	Restarted bool      `json:"restarted,omitempty"`
 	Workers   int       `json:"workers"`
-	// PreRead says Pre is a reading taken at the window's start (not zero for a pod first seen
-	// at its end, or a window of the counters since start).
+	// PreRead says Pre was read at the window's start: false for a pod first seen at its end
+	// and in a window of the counters since start, where Pre is zero.
 	PreRead bool `json:"-"`
 }
 
