@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"sort"
 	"sync"
-
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Band is the distribution of the CV across n pods when k connections are placed on pods
@@ -110,14 +108,13 @@ func exactBand(k, n int) *Band {
 // simulatedBand draws placements; the seed depends only on (k, n) so the band is the same on
 // every run and every machine.
 func simulatedBand(k, n int) *Band {
-	src := rand.NewPCG(uint64(k)*1000003, uint64(n))
+	r := rand.New(rand.NewPCG(uint64(k)*1000003, uint64(n)))
 	counts := make([]float64, n)
 	cvs := make([]float64, simDraws)
 	for d := range cvs {
 		left := k
 		for i := 0; i < n-1; i++ {
-			bin := distuv.Binomial{N: float64(left), P: 1 / float64(n-i), Src: src}
-			c := int(bin.Rand())
+			c := binomial(r, left, 1/float64(n-i))
 			counts[i] = float64(c)
 			left -= c
 		}
