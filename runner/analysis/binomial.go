@@ -22,8 +22,7 @@ func binomial(r *rand.Rand, n int, p float64) int {
 	}
 	q := 1 - p
 	mode := min(n, int(float64(n+1)*p))
-	lfact := func(k int) float64 { v, _ := math.Lgamma(float64(k) + 1); return v }
-	pm := math.Exp(lfact(n) - lfact(mode) - lfact(n-mode) + float64(mode)*math.Log(p) + float64(n-mode)*math.Log(q))
+	pm := binomialPMF(n, mode, p)
 	u := r.Float64() - pm
 	if u < 0 {
 		return mode
@@ -50,4 +49,10 @@ func binomial(r *rand.Rand, n int, p float64) int {
 		}
 	}
 	return mode // what rounding left of u after the whole support
+}
+
+// binomialPMF is P(X = k) for X ~ Binomial(n, p), 0 < p < 1, from log-factorials.
+func binomialPMF(n, k int, p float64) float64 {
+	lfact := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
+	return math.Exp(lfact(n) - lfact(k) - lfact(n-k) + float64(k)*math.Log(p) + float64(n-k)*math.Log(1-p))
 }
