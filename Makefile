@@ -5,7 +5,7 @@ export GOFLAGS ?= -buildvcs=false
 # net's resolver): a cold build of bin/igwlab took 85 s against 95 s with it on 2 cores.
 export CGO_ENABLED ?= 0
 
-.PHONY: all build image bench bench-sim run test test-times test-short fuzz test-prometheus test-browser test-pulumi test-apiserver test-apiserver-stack test-apiserver-charts test-istio test-h2spec vet fmt tools kube-tools clean
+.PHONY: all build image bench bench-sim run test test-e2e test-times fuzz test-prometheus test-browser test-pulumi test-apiserver test-apiserver-stack test-apiserver-charts test-istio test-h2spec vet fmt tools kube-tools clean
 
 all: build
 
@@ -26,11 +26,21 @@ run: ## the whole suite on the local emulated pool; builds bin/igwlab only (no P
 	$(GO) build -o bin/igwlab ./runner/cmd/igwlab
 	./bin/igwlab suite --target local
 
-# The command line's end-to-end suites measure rates in wall time (uploads against window/RTT):
-# they run after the other packages, not beside one, as the conformance tier does.
-test: vet ## unit tests, then the end-to-end local suites and the conformance tier, each on its own (what CI runs)
-	$(GO) test $(GOTESTFLAGS) -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e '/runner/conformance$$' -e '/runner/cli$$')
-	$(GO) test $(GOTESTFLAGS) -count=1 -timeout 15m ./runner/cli
+# make test: every package's tests with -short, side by side (none of them measures a rate).
+# The real lab's packages, whose tests link the Pulumi, Kubernetes or Helm SDK and are most of a
+# cold build, are vetted and tested only where a file they are built from changed since the
+# branch's upstream (hack/testplan says which, and why); LAB=all tests them anyway, as CI does.
+LAB ?= auto
+TESTPLAN = $(GO) run ./hack/testplan
+test: vet ## vet, then every package's tests with -short (the local lab's; the real lab's where changed, or with LAB=all)
+	pkgs="$$($(TESTPLAN) packages -q -lab $(LAB))" && $(GO) test $(GOTESTFLAGS) -short -count=1 -timeout 15m $$pkgs
+
+# make test-e2e: exactly the tests that ask testing.Short() (hack/testplan finds them in the
+# source), in full. They measure rates and times in wall time, so the command line's suites
+# run after the other packages, not beside one, and the conformance tier after both.
+test-e2e: ## the end-to-end suites, the calibration tier and the conformance tier: every test make test's -short skips (CI runs both)
+	args="$$($(TESTPLAN) e2e -except runner/cli,runner/conformance)" && $(GO) test $(GOTESTFLAGS) -count=1 -timeout 15m $$args
+	args="$$($(TESTPLAN) e2e -only runner/cli)" && $(GO) test $(GOTESTFLAGS) -count=1 -timeout 15m $$args
 	$(MAKE) --no-print-directory test-h2spec
 
 # The build the pool's cost is compared with: a git ref (tag bench-base where it was made; in a
@@ -52,11 +62,8 @@ bench: build bench-sim ## side-by-side benchmarks: clients vs fortio and h2load,
 		| tee bench/results/micro-$$(date -u +%Y%m%dT%H%M%SZ).txt
 
 # GOTESTFLAGS=-json makes every go test of make test print its events, which hack/testtimes reads.
-test-times: ## make test, timed: rewrites docs/testing.md's table of where the time goes (phases, packages, slowest tests)
-	bash hack/test-times.sh "$(TIMES_NOTE)"
-
-test-short: ## unit tests only
-	$(GO) test -count=1 -short ./...
+test-times: ## make test then make test-e2e, timed: rewrites docs/testing.md's table of where the time goes (phases, packages, slowest tests); LAB as for make test
+	LAB=$(LAB) bash hack/test-times.sh "$(TIMES_NOTE)"
 
 # Budgets are execution counts, not durations: a duration's deadline races the fuzzing
 # coordinator's own stop (go.dev/issue/75804) and fails a clean run with "context deadline
@@ -99,8 +106,8 @@ test-istio: ## Istio 1.31.0's own charts (Helm SDK, then a real kube-apiserver) 
 	cd infra/istioproof && $(GO) vet ./... && \
 		IGWLAB_KUBE_BIN="$$(bash ../../hack/kube-tools.sh)" $(GO) test -count=1 -timeout 30m ./...
 
-vet:
-	$(GO) vet ./...
+vet: ## go vet over make test's packages (LAB=all: every package) and a gofmt check of every file
+	pkgs="$$($(TESTPLAN) packages -lab $(LAB))" && $(GO) vet $$pkgs
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
 
 fmt:

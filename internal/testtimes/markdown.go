@@ -26,8 +26,21 @@ func Markdown(r *Run, s Setting, topTests int) string {
 		}
 		return "./" + strings.TrimPrefix(p, s.Module+"/")
 	}
-	fmt.Fprintf(&b, "`make test` at commit %s, %s: **%s** in all (%s, %d cores, %s; %s).\n\n",
-		s.Commit, s.Date.UTC().Format("2006-01-02"), secs(r.Wall().Seconds()), s.CPU, s.Cores, s.Go, s.Note)
+	// make test is the phases up to its -short run; make test-e2e the rest.
+	var unit time.Duration
+	for i, p := range r.Phases {
+		if strings.Contains(p.Command, " -short ") {
+			unit = p.End.Sub(r.Phases[0].Start)
+			if i == len(r.Phases)-1 {
+				unit = 0 // make test alone: the total says it
+			}
+		}
+	}
+	fmt.Fprintf(&b, "`make test` then `make test-e2e` at commit %s, %s: **%s** in all", s.Commit, s.Date.UTC().Format("2006-01-02"), secs(r.Wall().Seconds()))
+	if unit > 0 {
+		fmt.Fprintf(&b, ", `make test` **%s** of it", secs(unit.Seconds()))
+	}
+	fmt.Fprintf(&b, " (%s, %d cores, %s; %s).\n\n", s.CPU, s.Cores, s.Go, s.Note)
 	b.WriteString("| phase | wall time | packages |\n|---|---:|---|\n")
 	for _, p := range r.Phases {
 		what := fmt.Sprintf("%d", len(p.Packages))
@@ -64,20 +77,36 @@ func Markdown(r *Run, s Setting, topTests int) string {
 	return b.String()
 }
 
-// phaseName shortens an echoed command to what tells the phases apart.
+// phaseName shortens an echoed command to what tells the phases apart: make test's -short
+// tier, make test-e2e's end-to-end tests (of some packages, hack/testplan's -only or -except),
+// or a go test of one package.
 func phaseName(cmd string) string {
 	switch {
 	case strings.Contains(cmd, "go vet"):
 		return "go vet"
+	case strings.Contains(cmd, "testplan e2e -only "):
+		return "go test (end to end) ./" + firstField(cmd[strings.Index(cmd, "-only ")+len("-only "):])
+	case strings.Contains(cmd, "testplan e2e"):
+		return "go test (end to end, the other packages)"
 	case strings.Contains(cmd, "go test"):
 		i := strings.Index(cmd, "go test")
 		f := strings.Fields(cmd[i:])
 		if last := f[len(f)-1]; strings.HasPrefix(last, "./") {
 			return "go test " + last
 		}
+		if strings.Contains(cmd, " -short ") {
+			return "go test -short (every package)"
+		}
 		return "go test (the other packages)"
 	}
 	return cmd
+}
+
+func firstField(s string) string {
+	if f := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ')' || r == '"' }); len(f) > 0 {
+		return f[0]
+	}
+	return ""
 }
 
 func secs(s float64) string {

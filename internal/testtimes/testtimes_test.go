@@ -59,6 +59,20 @@ func TestReadSplitsPhasesAndRanksTests(t *testing.T) {
 	}
 }
 
+func TestPhaseNames(t *testing.T) {
+	for _, c := range []struct{ cmd, want string }{
+		{`pkgs="$(go run ./hack/testplan packages -lab auto)" && go vet $pkgs`, "go vet"},
+		{`pkgs="$(go run ./hack/testplan packages -q -lab all)" && go test -json -short -count=1 -timeout 15m $pkgs`, "go test -short (every package)"},
+		{`args="$(go run ./hack/testplan e2e -except runner/cli,runner/conformance)" && go test -json -count=1 $args`, "go test (end to end, the other packages)"},
+		{`args="$(go run ./hack/testplan e2e -only runner/cli)" && go test -json -count=1 $args`, "go test (end to end) ./runner/cli"},
+		{`go test -json -count=1 -timeout 20m -parallel 4 ./runner/conformance/`, "go test ./runner/conformance/"},
+	} {
+		if got := phaseName(c.cmd); got != c.want {
+			t.Errorf("phaseName(%q) = %q, want %q", c.cmd, got, c.want)
+		}
+	}
+}
+
 func TestLiveStampsTheCommands(t *testing.T) {
 	clock := time.Date(2026, 12, 5, 9, 59, 0, 0, time.UTC)
 	run, err := Read(strings.NewReader(stream), func() time.Time { clock = clock.Add(time.Second); return clock }, io.Discard)

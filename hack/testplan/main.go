@@ -1,0 +1,147 @@
+// Command testplan prints what a tier of the tests runs (internal/testplan):
+//
+//	testplan packages [-lab auto|all|none]  make test's packages: the local lab's, and the real
+//	                                       lab's where something they are built from changed
+//	testplan e2e [-only|-except dir,dir]    make test-e2e's go test arguments: -run naming every
+//	                                       test that asks testing.Short(), and their packages
+//
+// The Makefile calls it; what it leaves out and why goes to stderr.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/igwlab/igwlab/internal/testplan"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testplan:", err)
+		os.Exit(1)
+	}
+}
+
+// Run is the command.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("usage: testplan packages [-lab auto|all|none] | testplan e2e [-only|-except dir,dir]")
+	}
+	fs := flag.NewFlagSet("testplan "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	lab := fs.String("lab", "auto", "the real lab's packages: auto (where changed), all or none")
+	except := fs.String("except", "", "e2e: comma-separated package folders to leave to their own make target")
+	only := fs.String("only", "", "e2e: comma-separated package folders, the only ones to list")
+	quiet := fs.Bool("q", false, "packages: say nothing on stderr")
+	goCmd := fs.String("go", "go", "the go command")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	pkgs, err := testplan.Load(ctx, *goCmd, root)
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "packages":
+		if *quiet {
+			stderr = io.Discard
+		}
+		return packages(ctx, root, pkgs, *lab, stdout, stderr)
+	case "e2e":
+		return e2e(root, pkgs, dirs(*only), dirs(*except), stdout)
+	}
+	return fmt.Errorf("%q: allowed packages or e2e", args[0])
+}
+
+func packages(ctx context.Context, root string, pkgs []testplan.Package, lab string, stdout, stderr io.Writer) error {
+	var hit map[string]string
+	switch lab {
+	case "all", "none":
+	case "auto":
+		files, base, ok := testplan.Changed(ctx, root)
+		if !ok {
+			lab = "all" // not a git work tree: nothing tells a change apart
+			break
+		}
+		hit = testplan.Affected(pkgs, files)
+		defer func() {
+			if len(hit) == 0 {
+				fmt.Fprintf(stderr, "make test: the real lab's packages (tests that link the Pulumi, Kubernetes or Helm SDK) are unchanged since %s and left out; LAB=all tests them, as CI does\n", base)
+			}
+		}()
+	default:
+		return fmt.Errorf("-lab %q: allowed auto, all or none", lab)
+	}
+	var left []string
+	for _, p := range pkgs {
+		if p.Lab && (lab == "none" || lab == "auto" && hit[p.ImportPath] == "") {
+			left = append(left, p.Dir)
+			continue
+		}
+		if why := hit[p.ImportPath]; why != "" && lab == "auto" {
+			fmt.Fprintf(stderr, "make test: %s (the real lab's) is tested: %s changed\n", p.Dir, why)
+		}
+		fmt.Fprintln(stdout, p.ImportPath)
+	}
+	if len(left) > 0 && lab == "auto" && len(hit) > 0 {
+		fmt.Fprintf(stderr, "make test: left out, unchanged: %s\n", strings.Join(left, " "))
+	}
+	return nil
+}
+
+// dirs reads a comma-separated list of package folders ("runner/cli" or "./runner/cli/").
+func dirs(list string) map[string]bool {
+	set := map[string]bool{}
+	for _, d := range strings.Split(list, ",") {
+		if d = strings.TrimSuffix(strings.TrimPrefix(filepath.ToSlash(d), "./"), "/"); d != "" {
+			set[d] = true
+		}
+	}
+	return set
+}
+
+func e2e(root string, pkgs []testplan.Package, only, except map[string]bool, stdout io.Writer) error {
+	names := map[string]bool{}
+	var paths []string
+	for _, p := range pkgs {
+		if except[p.Dir] || len(only) > 0 && !only[p.Dir] {
+			continue
+		}
+		tests, err := testplan.E2ETests(filepath.Join(root, filepath.FromSlash(p.Dir)))
+		if err != nil {
+			return err
+		}
+		if len(tests) == 0 {
+			continue
+		}
+		paths = append(paths, p.ImportPath)
+		for _, t := range tests {
+			names[t] = true
+		}
+	}
+	if len(paths) == 0 {
+		return errors.New("no test asks testing.Short() in these packages")
+	}
+	list := make([]string, 0, len(names))
+	for n := range names {
+		list = append(list, n)
+	}
+	sort.Strings(list)
+	fmt.Fprintln(stdout, "-run", testplan.RunPattern(list), strings.Join(paths, " "))
+	return nil
+}
