@@ -4,6 +4,8 @@
 //	                                       lab's where something they are built from changed
 //	testplan e2e [-only|-except dir,dir]    make test-e2e's go test arguments: -run naming every
 //	                                       test that asks testing.Short(), and their packages
+//	testplan list                           every test, tab-separated: package folder, name, the
+//	                                       targets that run it
 //
 // The Makefile calls it; what it leaves out and why goes to stderr.
 package main
@@ -36,7 +38,7 @@ func main() {
 // Run is the command.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: testplan packages [-lab auto|all|none] | testplan e2e [-only|-except dir,dir]")
+		return errors.New("usage: testplan packages [-lab auto|all|none] | testplan e2e [-only|-except dir,dir] | testplan list")
 	}
 	fs := flag.NewFlagSet("testplan "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -64,8 +66,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return packages(ctx, root, pkgs, *lab, stdout, stderr)
 	case "e2e":
 		return e2e(root, pkgs, dirs(*only), dirs(*except), stdout)
+	case "list":
+		return list(root, pkgs, stdout)
 	}
-	return fmt.Errorf("%q: allowed packages or e2e", args[0])
+	return fmt.Errorf("%q: allowed packages, e2e or list", args[0])
 }
 
 func packages(ctx context.Context, root string, pkgs []testplan.Package, lab string, stdout, stderr io.Writer) error {
@@ -143,5 +147,29 @@ func e2e(root string, pkgs []testplan.Package, only, except map[string]bool, std
 	}
 	sort.Strings(list)
 	fmt.Fprintln(stdout, "-run", testplan.RunPattern(list), strings.Join(paths, " "))
+	return nil
+}
+
+// list says, for every test, which targets run it: make test runs every test with -short (the
+// real lab's where changed or with LAB=all), and one that asks testing.Short() skips itself,
+// or its end-to-end part, there and runs in full in make test-e2e.
+func list(root string, pkgs []testplan.Package, stdout io.Writer) error {
+	for _, p := range pkgs {
+		tests, err := testplan.Tests(filepath.Join(root, filepath.FromSlash(p.Dir)))
+		if err != nil {
+			return err
+		}
+		unit := "make test"
+		if p.Lab {
+			unit = "make test LAB=all"
+		}
+		for _, t := range tests {
+			where := unit
+			if t.AsksShort {
+				where = unit + " (-short: skips or runs its short part), make test-e2e"
+			}
+			fmt.Fprintf(stdout, "%s\t%s\t%s\n", p.Dir, t.Name, where)
+		}
+	}
 	return nil
 }

@@ -13,12 +13,30 @@ import (
 // ones that skip themselves, or their end-to-end part, under -short. `make test` runs with
 // -short; `make test-e2e` runs exactly these, in full.
 func E2ETests(dir string) ([]string, error) {
+	tests, err := Tests(dir)
+	var names []string
+	for _, t := range tests {
+		if t.AsksShort {
+			names = append(names, t.Name)
+		}
+	}
+	return names, err
+}
+
+// Test is one top-level test function.
+type Test struct {
+	Name      string
+	AsksShort bool // it calls testing.Short(): make test-e2e runs it in full
+}
+
+// Tests lists the top-level tests in dir's _test.go files, by name.
+func Tests(dir string) ([]Test, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
 	if err != nil {
 		return nil, err
 	}
 	fset := token.NewFileSet()
-	var names []string
+	var tests []Test
 	for _, file := range files {
 		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
 		if err != nil {
@@ -26,16 +44,14 @@ func E2ETests(dir string) ([]string, error) {
 		}
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
-			if !ok || fn.Recv != nil || fn.Body == nil || !strings.HasPrefix(fn.Name.Name, "Test") {
+			if !ok || fn.Recv != nil || fn.Body == nil || !strings.HasPrefix(fn.Name.Name, "Test") || fn.Name.Name == "TestMain" {
 				continue
 			}
-			if asksShort(fn.Body) {
-				names = append(names, fn.Name.Name)
-			}
+			tests = append(tests, Test{Name: fn.Name.Name, AsksShort: asksShort(fn.Body)})
 		}
 	}
-	sort.Strings(names)
-	return names, nil
+	sort.Slice(tests, func(i, j int) bool { return tests[i].Name < tests[j].Name })
+	return tests, nil
 }
 
 // asksShort reports whether body calls testing.Short anywhere, closures included.
