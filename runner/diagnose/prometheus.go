@@ -58,7 +58,7 @@ func (p PromSource) Window(ctx context.Context) (*Window, error) {
 	}
 	prom := v1.NewAPI(c)
 	span := p.End.Sub(p.Start)
-	step := max(5*time.Second, span/120)
+	step := rangeStep(span)
 	sel := fmt.Sprintf(`{__name__=~%q, %s=~%q}`, gatewayFamilies, p.PodLabel, p.PodRegex)
 	qctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
@@ -304,4 +304,13 @@ func (p PromSource) cfs(ctx context.Context, prom v1.API, span time.Duration, us
 		return nil, nil
 	}
 	return out, nil
+}
+
+// rangeStep is the step of a range query over span: 120 points, and no coarser than a second
+// for short windows. At a 5 s step a window of a few seconds has one or two points, and a
+// series born inside it (a ztunnel's source side appears with its first tunnel) has only one,
+// so its increase over the window reads 0; a step finer than the scrape interval only repeats
+// samples.
+func rangeStep(span time.Duration) time.Duration {
+	return max(time.Second, span/120)
 }

@@ -32,8 +32,7 @@ func PromZtunnels(ctx context.Context, url string, start, end time.Time, podLabe
 	if err != nil {
 		return nil, fmt.Errorf("--prometheus %s: %w", url, err)
 	}
-	span := end.Sub(start)
-	step := max(5*time.Second, span/120)
+	step := rangeStep(end.Sub(start))
 	qctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	val, _, err := v1.NewAPI(c).QueryRange(qctx, fmt.Sprintf(`{__name__=~%q, %s=~%q}`, ztunnelFamilies, podLabel, podRegex),
