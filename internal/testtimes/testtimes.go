@@ -73,6 +73,13 @@ func (r *Run) Wall() time.Duration {
 func Read(r io.Reader, now func() time.Time, echo io.Writer) (*Run, error) {
 	run := &Run{Failures: map[string]string{}}
 	pkgs := map[string]*Package{}
+	names := map[string]map[string]bool{} // each package's top-level tests, counted once
+	pkg := func(name string) *Package {
+		if pkgs[name] == nil {
+			pkgs[name], names[name] = &Package{Name: name}, map[string]bool{}
+		}
+		return pkgs[name]
+	}
 	output := map[string]*strings.Builder{}
 	var last time.Time
 	cur := func() *Phase {
@@ -121,19 +128,19 @@ func Read(r io.Reader, now func() time.Time, echo io.Writer) (*Run, error) {
 			}
 		case "pass", "fail", "skip":
 			if e.Test == "" {
-				p := &Package{Name: e.Package, Seconds: e.Elapsed, Failed: e.Action == "fail"}
-				if old := pkgs[e.Package]; old != nil {
-					p.Tests = old.Tests
-				}
-				pkgs[e.Package] = p
+				// A package make test runs with -short and make test-e2e again: its time is
+				// both runs'.
+				p := pkg(e.Package)
+				p.Seconds += e.Elapsed
+				p.Failed = p.Failed || e.Action == "fail"
 				continue
 			}
 			if !strings.Contains(e.Test, "/") {
 				run.Tests = append(run.Tests, Test{Package: e.Package, Name: e.Test, Seconds: e.Elapsed, Failed: e.Action == "fail"})
-				if pkgs[e.Package] == nil {
-					pkgs[e.Package] = &Package{Name: e.Package}
+				if p := pkg(e.Package); !names[e.Package][e.Test] {
+					names[e.Package][e.Test] = true
+					p.Tests++
 				}
-				pkgs[e.Package].Tests++
 			}
 			if e.Action == "fail" && output[key] != nil {
 				run.Failures[key] = output[key].String()
