@@ -26,7 +26,8 @@ run: ## the whole suite on the local emulated pool; builds bin/igwlab only (no P
 	$(GO) build -o bin/igwlab ./runner/cmd/igwlab
 	./bin/igwlab suite --target local
 
-# make test: every package's tests with -short, side by side (none of them measures a rate).
+# make test: every package's tests with -short, side by side (the tests that measure rates ask
+# testing.Short() and are make test-e2e's).
 # The real lab's packages, whose tests link the Pulumi, Kubernetes or Helm SDK and are most of a
 # cold build, are vetted and tested only where a file they are built from changed since the
 # branch's upstream (hack/testplan says which, and why); LAB=all tests them anyway, as CI does.
