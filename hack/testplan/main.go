@@ -1,11 +1,13 @@
 // Command testplan prints what a tier of the tests runs (internal/testplan):
 //
-//	testplan packages [-lab auto|all|none]  make test's packages: the local lab's, and the real
+//	testplan packages [-lab auto|all|none] [-except dir,dir]
+//	                                       make test's packages: the local lab's, and the real
 //	                                       lab's where something they are built from changed
 //	testplan e2e [-only|-except dir,dir]    make test-e2e's go test arguments: -run naming every
 //	                                       test that asks testing.Short(), and their packages
-//	testplan list                           every test, tab-separated: package folder, name, the
-//	                                       targets that run it
+//	testplan list [-except dir,dir]         every test, tab-separated: package folder, name, the
+//	                                       targets that run it (-except: make test leaves these
+//	                                       packages to make test-e2e whole)
 //
 // The Makefile calls it; what it leaves out and why goes to stderr.
 package main
@@ -38,12 +40,12 @@ func main() {
 // Run is the command.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: testplan packages [-lab auto|all|none] | testplan e2e [-only|-except dir,dir] | testplan list")
+		return errors.New("usage: testplan packages [-lab auto|all|none] | testplan e2e [-only|-except dir,dir] | testplan list [-except dir,dir]")
 	}
 	fs := flag.NewFlagSet("testplan "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	lab := fs.String("lab", "auto", "the real lab's packages: auto (where changed), all or none")
-	except := fs.String("except", "", "e2e: comma-separated package folders to leave to their own make target")
+	except := fs.String("except", "", "comma-separated package folders to leave to their own make target")
 	only := fs.String("only", "", "e2e: comma-separated package folders, the only ones to list")
 	quiet := fs.Bool("q", false, "packages: say nothing on stderr")
 	goCmd := fs.String("go", "go", "the go command")
@@ -63,16 +65,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if *quiet {
 			stderr = io.Discard
 		}
-		return packages(ctx, root, pkgs, *lab, stdout, stderr)
+		return packages(ctx, root, pkgs, *lab, dirs(*except), stdout, stderr)
 	case "e2e":
 		return e2e(root, pkgs, dirs(*only), dirs(*except), stdout)
 	case "list":
-		return list(root, pkgs, stdout)
+		return list(root, pkgs, dirs(*except), stdout)
 	}
 	return fmt.Errorf("%q: allowed packages, e2e or list", args[0])
 }
 
-func packages(ctx context.Context, root string, pkgs []testplan.Package, lab string, stdout, stderr io.Writer) error {
+func packages(ctx context.Context, root string, pkgs []testplan.Package, lab string, except map[string]bool, stdout, stderr io.Writer) error {
 	var hit map[string]string
 	switch lab {
 	case "all", "none":
@@ -93,6 +95,9 @@ func packages(ctx context.Context, root string, pkgs []testplan.Package, lab str
 	}
 	var left []string
 	for _, p := range pkgs {
+		if except[p.Dir] {
+			continue
+		}
 		if p.Lab && (lab == "none" || lab == "auto" && hit[p.ImportPath] == "") {
 			left = append(left, p.Dir)
 			continue
@@ -153,7 +158,7 @@ func e2e(root string, pkgs []testplan.Package, only, except map[string]bool, std
 // list says, for every test, which targets run it: make test runs every test with -short (the
 // real lab's where changed or with LAB=all), and one that asks testing.Short() skips itself,
 // or its end-to-end part, there and runs in full in make test-e2e.
-func list(root string, pkgs []testplan.Package, stdout io.Writer) error {
+func list(root string, pkgs []testplan.Package, except map[string]bool, stdout io.Writer) error {
 	for _, p := range pkgs {
 		tests, err := testplan.Tests(filepath.Join(root, filepath.FromSlash(p.Dir)))
 		if err != nil {
@@ -165,7 +170,10 @@ func list(root string, pkgs []testplan.Package, stdout io.Writer) error {
 		}
 		for _, t := range tests {
 			where := unit
-			if t.AsksShort {
+			switch {
+			case except[p.Dir]:
+				where = "make test-e2e"
+			case t.AsksShort:
 				where = unit + " (-short: skips or runs its short part), make test-e2e"
 			}
 			fmt.Fprintf(stdout, "%s\t%s\t%s\n", p.Dir, t.Name, where)
