@@ -76,20 +76,17 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 func packages(ctx context.Context, root string, pkgs []testplan.Package, lab string, except map[string]bool, stdout, stderr io.Writer) error {
 	var hit map[string]string
+	var base string
 	switch lab {
 	case "all", "none":
 	case "auto":
-		files, base, ok := testplan.Changed(ctx, root)
+		files, b, ok := testplan.Changed(ctx, root)
 		if !ok {
-			lab = "all" // not a git work tree: nothing tells a change apart
+			fmt.Fprintln(stderr, "make test: not a git work tree, so no change can be told apart: testing the real lab's packages too")
+			lab = "all"
 			break
 		}
-		hit = testplan.Affected(pkgs, files)
-		defer func() {
-			if len(hit) == 0 {
-				fmt.Fprintf(stderr, "make test: the real lab's packages (tests that link the Pulumi, Kubernetes or Helm SDK) are unchanged since %s and left out; LAB=all tests them, as CI does\n", base)
-			}
-		}()
+		hit, base = testplan.Affected(pkgs, files), b
 	default:
 		return fmt.Errorf("-lab %q: allowed auto, all or none", lab)
 	}
@@ -102,12 +99,16 @@ func packages(ctx context.Context, root string, pkgs []testplan.Package, lab str
 			left = append(left, p.Dir)
 			continue
 		}
-		if why := hit[p.ImportPath]; why != "" && lab == "auto" {
+		if why := hit[p.ImportPath]; why != "" {
 			fmt.Fprintf(stderr, "make test: %s (the real lab's) is tested: %s changed\n", p.Dir, why)
 		}
 		fmt.Fprintln(stdout, p.ImportPath)
 	}
-	if len(left) > 0 && lab == "auto" && len(hit) > 0 {
+	switch {
+	case lab != "auto" || len(left) == 0:
+	case len(hit) == 0:
+		fmt.Fprintf(stderr, "make test: the real lab's packages (tests that link the Pulumi, Kubernetes or Helm SDK) are unchanged since %s and left out; LAB=all tests them, as CI does\n", base)
+	default:
 		fmt.Fprintf(stderr, "make test: left out, unchanged: %s\n", strings.Join(left, " "))
 	}
 	return nil
