@@ -116,6 +116,7 @@ func renderedEnvoyFilters(t *testing.T, dir string) map[string]map[string]any {
 // preview and up, a scenario switch whose preview --diff changes only the EnvoyFilter, and
 // every scenario's EnvoyFilter rendered side by side against the golden files.
 func TestRenderModeWithRealPulumi(t *testing.T) {
+	t.Parallel() // each test has its own Pulumi home and state (newCLI); the CLI links the program for each command, on one core most of the time
 	c := newCLI(t)
 	out := t.TempDir()
 	c.initStack(renderStack)
@@ -189,6 +190,7 @@ func checkGolden(t *testing.T, got map[string]any, scenario string) {
 // its own last outputs through a stack reference to itself, on the file backend. The state
 // holds nothing of the lab afterwards.
 func TestRenderModeRefusesTakingAK3dClusterAway(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	const stack = "igwlab-guard-test"
 	c.initStack(stack)

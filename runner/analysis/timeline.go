@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -106,8 +107,10 @@ func hpaBlind(samples []Sample, h HPA, step time.Duration) *HPABlind {
 	case out.BusyMaxMean < saturated:
 		verb = "has no pegged worker to miss: "
 	}
-	out.Text = fmt.Sprintf("the HPA %sutilisation %.0f%% of the request on average against a %.0f%% target while the busiest worker is %.0f%% busy; blind for %.0f s of the %.0f s (two sync periods) it takes",
-		verb, 100*out.UtilisationMean, 100*h.Target, 100*out.BusyMaxMean, out.HeldS, out.NeedS)
+	// Tenths of a second: the local pool's sync periods are 1.5 s.
+	tenths := func(s float64) string { return strconv.FormatFloat(math.Round(10*s)/10, 'f', -1, 64) }
+	out.Text = fmt.Sprintf("the HPA %sutilisation %.0f%% of the request on average against a %.0f%% target while the busiest worker is %.0f%% busy; blind for %s s of the %s s (two sync periods) it takes",
+		verb, 100*out.UtilisationMean, 100*h.Target, 100*out.BusyMaxMean, tenths(out.HeldS), tenths(out.NeedS))
 	return out
 }
 

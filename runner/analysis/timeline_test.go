@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,6 +44,39 @@ func TestHPABlind(t *testing.T) {
 				t.Fatalf("blind %v, want %v: %s", got.Blind, tc.blind, got.Text)
 			}
 		})
+	}
+}
+
+// TestHPABlindAtTheLocalCadence: the local pool's 6 s window is sampled every 750 ms and read
+// against 1.5 s sync periods, so it holds four; a spell that starts a period late (the first
+// period spent ramping up) still lasts the two periods the call needs, and one that starts two
+// periods late does not.
+func TestHPABlindAtTheLocalCadence(t *testing.T) {
+	pods := []string{"a", "b", "c", "d", "e", "f"}
+	step := 750 * time.Millisecond
+	h := HPA{Target: 0.8, Sync: 1500 * time.Millisecond}
+	pegged := func(from int) func(int, string) PodSample {
+		return func(i int, p string) PodSample {
+			if p == "a" && i >= from {
+				return PodSample{CPU: 1, BusyMax: 1, Workers: 1}
+			}
+			return PodSample{Workers: 1}
+		}
+	}
+	for _, tc := range []struct {
+		from  int
+		blind bool
+		text  string
+	}{
+		{0, true, "blind for 6 s of the 3 s"},
+		{2, true, "blind for 4.5 s of the 3 s"},
+		{4, true, "blind for 3 s of the 3 s"},
+		{5, false, "blind for 1.5 s of the 3 s"},
+	} {
+		got := hpaBlind(samples(8, step, pods, pegged(tc.from)), h, step)
+		if got.Blind != tc.blind || !strings.Contains(got.Text, tc.text) {
+			t.Errorf("pegged from sample %d: blind %v (want %v): %s (want %q)", tc.from, got.Blind, tc.blind, got.Text, tc.text)
+		}
 	}
 }
 
