@@ -90,9 +90,13 @@ var checks = []check{
 			s2, s5 := get("control"), get("windows")
 			a, b := s2.FlowControlPaused, s5.FlowControlPaused
 			ratio := ratioOf(b, a)
-			// A few pauses come and go with how fast this machine drains sockets; a bottleneck
-			// the windows could hide pauses the upstream at least once per thousand requests.
-			floor := math.Max(10, float64(s2.Requests)/1000)
+			// Pauses come and go with how fast the client drains its socket: on two shared
+			// cores 02-trigger paused its upstream on up to 3.3% of its requests (590 of
+			// 17,861, igwlab suite --target local --repeat 5, 05-windows 0 in the same runs),
+			// where no window could have set it. A bottleneck pauses on most requests
+			// (08-buffers-control, whose per-connection buffer is one, paused on 60 to 90% of
+			// its requests), so the call takes one pause per ten requests as the floor.
+			floor := math.Max(10, float64(s2.Requests)/10)
 			v := Refuted
 			if a >= floor && b < 0.2*a {
 				v = Pass

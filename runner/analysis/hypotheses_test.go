@@ -59,6 +59,16 @@ func TestEvaluateCalls(t *testing.T) {
 		{"H-D", Refuted, func(m map[string][]*Result) {
 			m["02-trigger"][0].FlowControlPaused, m["02-trigger"][0].Requests = 4, 18000
 		}},
+		// Nor is a client that drained its socket slowly for a while: 02-trigger after
+		// 01-baseline on two shared cores, with 05-windows pausing never.
+		{"H-D", Refuted, func(m map[string][]*Result) {
+			m["02-trigger"][0].FlowControlPaused, m["02-trigger"][0].Requests = 590, 17861
+		}},
+		// A bottleneck pauses on most requests, and the windows would take that away.
+		{"H-D", Pass, func(m map[string][]*Result) {
+			m["02-trigger"][0].FlowControlPaused, m["02-trigger"][0].Requests = 9000, 17861
+			m["05-windows"][0].FlowControlPaused = 100
+		}},
 		{"S12", Confirmed, nil},
 		{"S12", Investigate, func(m map[string][]*Result) { m["12-grpc-variant"][0].ConnectionsTotal = 2 }},
 		{"S9", Refuted, nil},
