@@ -88,9 +88,9 @@ tools: ## the Pulumi CLI, Go language host and Kubernetes provider, built once i
 
 test-pulumi: test-pulumi-render test-pulumi-automation ## the program through the real Pulumi CLI and Automation API in render mode (builds the tools on first use)
 
-# The render half measures no rate and may share the machine (CI runs it beside make test); the
-# Automation API half drives load through the local target after each stack flip (the knob must
-# rotate connections within a 1 s window), so it runs alone.
+# The render half measures no rate and may share the machine; the Automation API half drives
+# load through the local target after each stack flip (the knob must rotate connections within a
+# 1 s window), so it runs alone.
 test-pulumi-render:
 	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" $(GO) test -count=1 -timeout 30m -run 'TestRenderMode' ./infra/
 
