@@ -134,8 +134,9 @@ fmt:
 clean:
 	rm -rf bin
 
-# -parallel 4: the four serve configurations at once. Their cases mostly wait out h2spec's
-# 2 s timeouts, not the CPU (about 55 s of CPU in 122 s of wall time), so four beat two.
+# -parallel 8: the four serve configurations, each over two servers (caseParts), at once. Their
+# cases mostly wait out h2spec's 2 s timeouts, not the CPU (about 55 s of CPU in 122 s of wall
+# time with four), so eight beat four.
 test-h2spec: ## the conformance tier alone: h2spec case by case against igwlab serve at both codecs and two stream caps (docs/envoy-conformance.md), h2spec 5.1.2 at the default cap, h2load killed mid-run, and Envoy's own integration tests replayed as a client drives them; builds h2spec on first use
 	bash hack/apt-need.sh h2load:nghttp2-client
-	IGWLAB_H2SPEC_BIN="$$(bash hack/h2spec-tool.sh)" $(GO) test $(GOTESTFLAGS) -count=1 -timeout 20m -parallel 4 ./runner/conformance/
+	IGWLAB_H2SPEC_BIN="$$(bash hack/h2spec-tool.sh)" $(GO) test $(GOTESTFLAGS) -count=1 -timeout 20m -parallel 8 ./runner/conformance/

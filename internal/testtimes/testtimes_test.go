@@ -70,7 +70,7 @@ func TestPhaseNames(t *testing.T) {
 		{`pkgs="$(go run ./hack/testplan packages -q -lab all)" && go test -json -short -count=1 -timeout 15m $pkgs`, "go test -short (every package)"},
 		{`args="$(go run ./hack/testplan e2e -except runner/cli,runner/conformance)" && go test -json -count=1 $args`, "go test (end to end, the other packages)"},
 		{`args="$(go run ./hack/testplan e2e -only runner/cli)" && go test -json -count=1 $args`, "go test (end to end) ./runner/cli"},
-		{`go test -json -count=1 -timeout 20m -parallel 4 ./runner/conformance/`, "go test ./runner/conformance/"},
+		{`go test -json -count=1 -timeout 20m -parallel 8 ./runner/conformance/`, "go test ./runner/conformance/"},
 	} {
 		if got := phaseName(c.cmd); got != c.want {
 			t.Errorf("phaseName(%q) = %q, want %q", c.cmd, got, c.want)

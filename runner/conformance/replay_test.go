@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,23 +42,12 @@ type replay struct {
 	before map[string]int64
 }
 
-// servers share one serve process per configuration: the counters a case checks are what
-// changed while it ran, and the cases of one configuration run one after another.
-type servers struct {
-	mu   sync.Mutex
-	bin  string
-	dir  string
-	byID map[string]*Serve
-}
-
-func (sv *servers) get(t *testing.T, c envoyCase) *Serve {
+// startFor starts a serve process of the case's own for its config and stops it when the case
+// ends. The counters a case checks are what changed while it ran, so a serve of its own lets
+// the cases run side by side: most of them wait on the gateway's timers (idle and stream
+// timeouts, drains), not on the CPU.
+func startFor(t *testing.T, bin string, c envoyCase) *Serve {
 	t.Helper()
-	id := c.Codec + "|" + strings.Join(c.Knobs, ",")
-	sv.mu.Lock()
-	defer sv.mu.Unlock()
-	if s := sv.byID[id]; s != nil {
-		return s
-	}
 	flags := []string{"--seed", "1"}
 	if c.Codec != "" {
 		flags = append(flags, "--http2-codec", c.Codec)
@@ -80,26 +68,22 @@ func (sv *servers) get(t *testing.T, c envoyCase) *Serve {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := filepath.Join(sv.dir, fmt.Sprintf("ef-%d.yaml", len(sv.byID)))
+		f := filepath.Join(t.TempDir(), "envoyfilter.yaml")
 		if err := os.WriteFile(f, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		flags = append(flags, "--envoyfilter", f)
 	}
-	s, err := StartServe(context.Background(), sv.bin, filepath.Join(sv.dir, "out"), flags...)
+	s, err := StartServe(context.Background(), bin, t.TempDir(), flags...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sv.byID[id] = s
-	return s
-}
-
-func (sv *servers) stop(t *testing.T) {
-	for _, s := range sv.byID {
+	t.Cleanup(func() {
 		if _, err := s.Stop(); err != nil {
 			t.Errorf("serve: %v", err)
 		}
-	}
+	})
+	return s
 }
 
 // counted checks what the gateway counted while the case ran: each stat (its name as /stats
@@ -329,8 +313,7 @@ func TestEnvoyIntegrationReplay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts igwlab serve")
 	}
-	sv := &servers{bin: buildIgwlab(t), dir: t.TempDir(), byID: map[string]*Serve{}}
-	defer sv.stop(t)
+	bin := buildIgwlab(t)
 	tests := map[string]bool{}
 	for _, c := range envoyCases {
 		if strings.HasSuffix(c.File, "_integration_test.cc") {
@@ -351,7 +334,8 @@ func TestEnvoyIntegrationReplay(t *testing.T) {
 		}
 		seen[name] = true
 		t.Run(name, func(t *testing.T) {
-			s := sv.get(t, c)
+			t.Parallel()
+			s := startFor(t, bin, c)
 			before, err := Counters(context.Background(), s.Admin)
 			if err != nil {
 				t.Fatal(err)

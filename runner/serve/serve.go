@@ -73,13 +73,15 @@ func Run(ctx context.Context, o Options) (*suite.Summary, error) {
 		tok, _ := t.Token(sc.Filters.JWT.Issuer)
 		fmt.Fprintf(o.Out, "JWT for the filter (issuer %s): %s\n", sc.Filters.JWT.Issuer, tok)
 	}
-	fmt.Fprintf(o.Out, "try:  h2load -c 4 -m 100 -D 20 %s/get\n      curl --http2-prior-knowledge %s/get\n", vip, vip)
-	fmt.Fprintln(o.Out, "press Ctrl-C to stop and see what your client did")
-
+	// The counters' baseline is read before the line that says Ctrl-C may end the run: a Ctrl-C
+	// right after that line stopped serve mid-read, and it ended with an error and no results.
 	pre, _, preErrs := measure.Scrape(ctx, t, pods)
 	if err := errors.Join(preErrs...); err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(o.Out, "try:  h2load -c 4 -m 100 -D 20 %s/get\n      curl --http2-prior-knowledge %s/get\n", vip, vip)
+	fmt.Fprintln(o.Out, "press Ctrl-C to stop and see what your client did")
+
 	names, _ := stats.Discover(pre, "httpbin")
 	t.Pool.ResetObservation()
 	start := time.Now()

@@ -83,3 +83,38 @@ func TestServeClassifiesClients(t *testing.T) {
 		})
 	}
 }
+
+// cancelOnLine is serve's output, which presses Ctrl-C (cancels) the moment a line with
+// prefix is written.
+type cancelOnLine struct {
+	bytes.Buffer
+	prefix string
+	cancel context.CancelFunc
+}
+
+func (w *cancelOnLine) Write(p []byte) (int, error) {
+	if strings.HasPrefix(string(p), w.prefix) {
+		w.cancel()
+	}
+	return w.Buffer.Write(p)
+}
+
+// TestCtrlCRightAfterTheLineSayingSo: a Ctrl-C the moment serve says Ctrl-C stops it ends the
+// run cleanly, with its results, as a user (or a test harness) pressing it at once expects.
+func TestCtrlCRightAfterTheLineSayingSo(t *testing.T) {
+	l, err := local.NewLocal(emulator.Config{Pods: 2, Workers: 1, WaypointPods: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &cancelOnLine{prefix: "press Ctrl-C", cancel: cancel}
+	sum, err := Run(ctx, Options{Local: l, Scenario: &stacks.Scenario{Name: "test"}, OutDir: t.TempDir(), Out: out, Interval: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("serve ended with %v\n%s", err, out.String())
+	}
+	if sum == nil || sum.Scenarios["serve"] == nil {
+		t.Fatalf("no results for the run:\n%s", out.String())
+	}
+}
