@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,6 +57,37 @@ func newCLI(t *testing.T) *cli {
 	return &cli{t: t, bin: filepath.Join(bin, "pulumi"), root: root, conf: filepath.Join(tmp, "Pulumi.render.yaml"), env: env}
 }
 
+// prebuilt has the CLI run the lab's program built once by the test, instead of the Go
+// language host building Pulumi.yaml's main anew for every preview and up (about 12 s of
+// linking each, most of the render tier's time on two cores). A pulumi-language-go first on
+// PATH hands the real one its -binary flag, as Pulumi.yaml's runtime.options.binary would
+// (pulumi-language-go's Run); the CLI takes a language host on PATH over the one beside it
+// (workspace.GetPluginPath, which then warns "using pulumi-language-go from $PATH").
+// TestRenderModeRefusesTakingAK3dClusterAway still has the host build main, as a user's
+// `pulumi up` does. It returns the wrapper's path, which the CLI's warning names.
+func (c *cli) prebuilt() string {
+	c.t.Helper()
+	dir := c.t.TempDir()
+	prog := filepath.Join(dir, "lab")
+	build := exec.Command("go", "build", "-o", prog, "./infra/cmd/lab")
+	build.Dir = c.root
+	if out, err := build.CombinedOutput(); err != nil {
+		c.t.Fatalf("go build ./infra/cmd/lab: %v\n%s", err, out)
+	}
+	for i, kv := range c.env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			c.env[i] = "PATH=" + dir + string(os.PathListSeparator) + v
+		}
+	}
+	host := filepath.Join(filepath.Dir(c.bin), "pulumi-language-go")
+	script := "#!/bin/sh\nexec '" + host + "' -binary '" + prog + "' \"$@\"\n"
+	wrapper := filepath.Join(dir, "pulumi-language-go")
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	return wrapper
+}
+
 func (c *cli) run(args ...string) string {
 	c.t.Helper()
 	out, err := c.try(args...)
@@ -73,9 +105,15 @@ func (c *cli) try(args ...string) (string, error) {
 	}
 	cmd := exec.Command(c.bin, full...)
 	cmd.Env = c.env
-	var out bytes.Buffer
+	var out, errs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	if slices.Contains(args, "--json") {
+		cmd.Stderr = &errs // the CLI's warnings stay out of the JSON
+	}
 	err := cmd.Run()
+	if err != nil && errs.Len() > 0 {
+		return out.String() + errs.String(), err
+	}
 	return out.String(), err
 }
 
@@ -116,15 +154,18 @@ func renderedEnvoyFilters(t *testing.T, dir string) map[string]map[string]any {
 // preview and up, a scenario switch whose preview --diff changes only the EnvoyFilter, and
 // every scenario's EnvoyFilter rendered side by side against the golden files.
 func TestRenderModeWithRealPulumi(t *testing.T) {
-	t.Parallel() // each test has its own Pulumi home and state (newCLI); the CLI links the program for each command, on one core most of the time
+	t.Parallel() // each test has its own Pulumi home and state (newCLI); the other one's CLI links the program for each command
 	c := newCLI(t)
+	wrapper := c.prebuilt()
 	out := t.TempDir()
 	c.initStack(renderStack)
 	for k, v := range map[string]string{"cluster": "existing", "renderDir": out, "installUpstream": "false",
 		"buildImages": "false", "monitoring": "true", "scenario": "02-trigger"} {
 		c.run("config", "set", "igwlab:"+k, v)
 	}
-	c.run("preview")
+	if p := c.run("preview"); !strings.Contains(p, wrapper) {
+		t.Fatalf("pulumi preview did not run the prebuilt program's language host %s:\n%s", wrapper, p)
+	}
 	c.run("up", "--yes", "--skip-preview")
 	efs := renderedEnvoyFilters(t, out)
 	checkGolden(t, efs[envoyfilter.DefaultName], "02-trigger")

@@ -99,7 +99,7 @@ func Read(r io.Reader, now func() time.Time, echo io.Writer) (*Run, error) {
 			if t.IsZero() {
 				t = last
 			}
-			if strings.Contains(line, "go test") || strings.Contains(line, "go vet") {
+			if startsPhase(line) {
 				if len(run.Phases) > 0 {
 					cur().End = t
 				}
@@ -173,4 +173,10 @@ func (r *Run) Failed() bool {
 		}
 	}
 	return len(r.Failures) > 0
+}
+
+// startsPhase reports whether make echoed a command that runs tests: go vet, go test, or
+// hack/one-at-a-time.sh (go test -p 1 with the binaries linked first).
+func startsPhase(line string) bool {
+	return strings.Contains(line, "go test") || strings.Contains(line, "go vet") || strings.Contains(line, "one-at-a-time.sh")
 }

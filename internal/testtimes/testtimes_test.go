@@ -71,10 +71,17 @@ func TestPhaseNames(t *testing.T) {
 		{`args="$(go run ./hack/testplan e2e -except runner/cli,runner/conformance)" && go test -json -count=1 $args`, "go test (end to end, the other packages)"},
 		{`args="$(go run ./hack/testplan e2e -only runner/cli)" && go test -json -count=1 $args`, "go test (end to end) ./runner/cli"},
 		{`go test -json -count=1 -timeout 20m -parallel 8 ./runner/conformance/`, "go test ./runner/conformance/"},
+		{`args="$(go run ./hack/testplan e2e -except runner/conformance)" && GO=go bash hack/one-at-a-time.sh -json -timeout 15m $args`, "go test (end to end, the other packages)"},
 	} {
+		if !startsPhase(c.cmd) {
+			t.Errorf("%q starts no phase", c.cmd)
+		}
 		if got := phaseName(c.cmd); got != c.want {
 			t.Errorf("phaseName(%q) = %q, want %q", c.cmd, got, c.want)
 		}
+	}
+	if startsPhase("bash hack/apt-need.sh h2load:nghttp2-client") {
+		t.Error("apt-need.sh starts a phase")
 	}
 }
 

@@ -132,7 +132,7 @@ func TestH2specConformance(t *testing.T) {
 // share one case at a time. A case waits on h2spec's timeout and the recorder's quiet, not on
 // the CPU, so the parts run side by side (make test-h2spec's -parallel is tierConfigs times
 // caseParts).
-const caseParts = 2
+const caseParts = 4
 
 // partOf is the part-th of caseParts shares of cases: every caseParts-th case, so that each
 // part gets some of each section's slow cases.
