@@ -28,17 +28,11 @@ done
 
 bins=$(mktemp -d)
 trap 'rm -rf "$bins"' EXIT
-# go test -c names each binary after its package's folder; two packages of one name would
-# overwrite each other, so each gets a folder of its own.
-i=0
-for p in "${pkgs[@]}"; do
-  mkdir -p "$bins/$i"
-  i=$((i + 1))
-done
-# One go test -c per package, as many at once as the machine has cores (go test -c -o dir/
-# with several packages would do the same, but names its binaries by package name only).
+# One go test -c per package, as many at once as the machine has cores, each binary in a folder
+# numbered as the package's place in the list (go test -c -o dir/ with several packages names
+# the binaries by package name, and two packages may share one).
 printf '%s\n' "${pkgs[@]}" | awk '{print NR-1, $0}' |
-  xargs -P "$(nproc)" -L 1 sh -c '"$0" test -c -o "$1/$2/t.test" "$3"' "$GO" "$bins" ||
+  xargs -P "$(nproc)" -L 1 sh -c 'mkdir -p "$1/$2" && "$0" test -c -o "$1/$2/t.test" "$3" >/dev/null' "$GO" "$bins" ||
   { echo "one-at-a-time.sh: building the test binaries failed" >&2; exit 1; }
 
 since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.3f", e - s }'; }
