@@ -105,13 +105,13 @@ test-apiserver: test-apiserver-stack test-apiserver-hooks test-apiserver-charts 
 # Each test starts its own kube-apiserver and etcd on free ports and its own Pulumi home, so
 # the parts can run at once: they wait on the Pulumi engine and the API server more than on
 # CPU. They are three processes, not parallel tests, because the stack's tests set the Pulumi
-# CLI's environment (t.Setenv), which a parallel test may not. The stack's own test is the
-# longest (about 3 minutes alone), so the others make a part of their own. The three run one
-# test binary, linked once (runner/cli's tests link the Pulumi and Kubernetes SDKs: 20 s of
-# CPU a link on 2 cores), in runner/cli as go test runs it.
+# CLI's environment (t.Setenv), which a parallel test may not. The stack's own test and the
+# other two parts take about as long (50 s each alone, about 110 s side by side). The three
+# run one test binary, linked once (runner/cli's tests link the Pulumi and Kubernetes SDKs: 20 s
+# of CPU a link on 2 cores), in runner/cli as go test runs it, -test.v for each test's time.
 APISERVER_TEST = bin/test/runner-cli.test
 APISERVER_RUN = cd runner/cli && IGWLAB_PULUMI_BIN="$$(bash ../../hack/pulumi-tools.sh)" \
-	IGWLAB_KUBE_BIN="$$(bash ../../hack/kube-tools.sh)" ../../$(APISERVER_TEST) -test.count=1 -test.timeout=30m
+	IGWLAB_KUBE_BIN="$$(bash ../../hack/kube-tools.sh)" ../../$(APISERVER_TEST) -test.count=1 -test.timeout=30m -test.v
 test-apiserver-binary:
 	$(GO) test -c -o $(APISERVER_TEST) ./runner/cli
 

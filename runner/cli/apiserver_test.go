@@ -93,7 +93,10 @@ func apiServerStack(t *testing.T, pulumiBin, name string, conf map[string]string
 // waypoint comes and goes with its scenario, and destroy leaves nothing behind.
 func TestAPIServerTier(t *testing.T) {
 	kubeBin, pulumiBin := apiServerTools(t)
+	began := time.Now()
+	step := func(what string) { t.Logf("%s: at %.1fs", what, time.Since(began).Seconds()) }
 	cp := kubetest.Start(t, kubeBin)
+	step("control plane up")
 	cp.ApplyCRDs(t,
 		filepath.Join(kubetest.ModuleDir(t, "istio.io/api@v1.27.3"), "kubernetes", "customresourcedefinitions.gen.yaml"),
 		filepath.Join(kubetest.ModuleDir(t, "sigs.k8s.io/gateway-api@v1.3.0"), "config", "crd", "standard", "gateway.networking.k8s.io_gateways.yaml"),
@@ -107,9 +110,11 @@ func TestAPIServerTier(t *testing.T) {
 	copyFile(t, cp.Kubeconfig, kubeconfig)
 	st, inline := apiServerStack(t, pulumiBin, name, map[string]string{"kubeconfig": kubeconfig,
 		"installUpstream": "false", "monitoring": "true"})
+	step("CRDs applied, stack configured")
 	if _, err := st.Up(ctx, nil); err != nil {
 		t.Fatalf("up: %v\n%s", err, cp.Log("kube-apiserver"))
 	}
+	step("first up")
 	dyn, err := dynamic.NewForConfig(cp.Rest)
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +143,7 @@ func TestAPIServerTier(t *testing.T) {
 
 	// A subtest, so that the second API server stops as soon as the check is done.
 	t.Run("one cluster, never two", func(t *testing.T) { checkTwoClusters(t, kubeBin, cp, kubeconfig, name, inline) })
+	step("second API server refused")
 
 	cmd := func(args ...string) string {
 		t.Helper()
@@ -148,6 +154,7 @@ func TestAPIServerTier(t *testing.T) {
 		return out.String()
 	}
 	diff := cmd("preview", "--scenario", "04-mrpc")
+	step("preview")
 	if !strings.Contains(diff, "max_requests_per_connection") {
 		t.Errorf("igwlab preview --scenario 04-mrpc does not name the knob:\n%s", diff)
 	}
@@ -155,6 +162,7 @@ func TestAPIServerTier(t *testing.T) {
 		t.Errorf("preview left the stack on %q", v)
 	}
 	cmd("up", "--scenario", "04-mrpc")
+	step("up 04-mrpc")
 	after, err := get(efGVR, "istio-ingress", "igwlab-scenario")
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +179,7 @@ func TestAPIServerTier(t *testing.T) {
 	}
 
 	cmd("up", "--scenario", "07-waypoint-trigger")
+	step("up 07-waypoint-trigger")
 	if _, err := get(wpGVR, "igw-test", "igw-test-waypoint"); err != nil {
 		t.Errorf("waypoint Gateway: %v", err)
 	}
@@ -179,6 +188,7 @@ func TestAPIServerTier(t *testing.T) {
 		t.Errorf("httpbin Service labels %v", svc.GetLabels())
 	}
 	cmd("up", "--scenario", "02-trigger")
+	step("up 02-trigger")
 	if _, err := get(wpGVR, "igw-test", "igw-test-waypoint"); !apierrors.IsNotFound(err) {
 		t.Errorf("the waypoint outlived its scenario: %v", err)
 	}
@@ -186,6 +196,7 @@ func TestAPIServerTier(t *testing.T) {
 	if err := st.Destroy(ctx, nil); err != nil {
 		t.Fatalf("destroy: %v", err)
 	}
+	step("destroy")
 	deadline := time.Now().Add(90 * time.Second)
 	for _, ns := range []string{"istio-ingress", "igw-test", "loadgen", "monitoring"} {
 		for {
@@ -199,6 +210,7 @@ func TestAPIServerTier(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 		}
 	}
+	step("namespaces gone")
 	for _, o := range objects {
 		if _, err := get(o.gvr, o.ns, o.name); !apierrors.IsNotFound(err) {
 			t.Errorf("%s %s/%s left behind: %v", o.gvr.Resource, o.ns, o.name, err)

@@ -15,15 +15,11 @@ import (
 // FromStack is the stack's config as the program reads it (infra.ParseConfig), through the
 // stack's own config: every key, the sizes, the cluster and the images. configErr is what the
 // program would refuse (the key, the value, what is allowed), next to the values that could be
-// read; err is a failure to read the stack at all.
+// read; err is a failure to read the stack at all. The config is read once (one Pulumi CLI
+// call, not one a key: fifty of those took 12 s of every igwlab up).
 func FromStack(ctx context.Context, st pulumistack.Stack) (cfg infra.Config, configErr, err error) {
-	cfg, configErr = infra.ParseConfig(func(key string) string {
-		v, _, gerr := st.GetConfig(ctx, configkey.Full(key))
-		if gerr != nil && err == nil {
-			err = gerr
-		}
-		return v
-	})
+	all, err := st.AllConfig(ctx) // on an error, all is nil and cfg the program's defaults
+	cfg, configErr = infra.ParseConfig(func(key string) string { return all[configkey.Full(key)] })
 	return cfg, configErr, err
 }
 

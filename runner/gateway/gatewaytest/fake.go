@@ -241,6 +241,9 @@ func (s *Stack) GetConfig(_ context.Context, k string) (string, bool, error) {
 	v, ok := s.Config[k]
 	return v, ok, nil
 }
+func (s *Stack) AllConfig(context.Context) (map[string]string, error) {
+	return maps.Clone(s.Config), nil
+}
 func (s *Stack) RemoveConfig(_ context.Context, k string) error { delete(s.Config, k); return nil }
 func (s *Stack) Up(ctx context.Context, _ io.Writer) (map[string]any, error) {
 	if s.BlockUp {
