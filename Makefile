@@ -32,18 +32,23 @@ run: ## the whole suite on the local emulated pool; builds bin/igwlab only (no P
 # The real lab's packages, whose tests link the Pulumi, Kubernetes or Helm SDK and are most of a
 # cold build, are vetted and tested only where a file they are built from changed since the
 # branch's upstream (hack/testplan says which, and why); LAB=all tests them anyway, as CI does.
+# hack/gotest.sh is go test over test binaries kept between runs in $(TESTBIN): go test links
+# every binary anew (97 s of make test's time on 2 cores, warm build cache), and a binary whose
+# package and flags did not change links to the same bytes.
 LAB ?= auto
 TESTPLAN = $(GO) run ./hack/testplan
+TESTBIN ?= $(or $(IGWLAB_TESTBIN),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/igwlab/testbin)
+GOTEST = GO="$(GO)" IGWLAB_TESTBIN="$(TESTBIN)" bash hack/gotest.sh
 test: vet ## vet, then every package's tests with -short (the local lab's; the real lab's where changed, or with LAB=all)
-	pkgs="$$($(TESTPLAN) packages -q -lab $(LAB) -except runner/conformance)" && $(GO) test $(GOTESTFLAGS) -short -count=1 -timeout 15m $$pkgs
+	pkgs="$$($(TESTPLAN) packages -q -lab $(LAB) -except runner/conformance)" && $(GOTEST) -p "$$(nproc)" $(GOTESTFLAGS) -short -timeout 15m $$pkgs
 
 # make test-e2e: exactly the tests that ask testing.Short() (hack/testplan finds them in the
 # source), in full. They measure rates and times in wall time, so one package runs at a time
 # (two of them side by side starved diagnose's load of the 80% a worker must reach), and the
-# conformance tier last. hack/one-at-a-time.sh is go test -p 1 with every test binary linked
-# first, side by side (go test -p 1 links each after the package before it has run).
+# conformance tier last. hack/gotest.sh runs them from make test's binaries (or links any it
+# lacks first, side by side: go test -p 1 links each after the package before it has run).
 test-e2e: ## the end-to-end suites, the calibration tier and the conformance tier: every test make test's -short skips (CI runs both)
-	args="$$($(TESTPLAN) e2e -except runner/conformance)" && GO="$(GO)" bash hack/one-at-a-time.sh $(GOTESTFLAGS) -timeout 15m $$args
+	args="$$($(TESTPLAN) e2e -except runner/conformance)" && $(GOTEST) $(GOTESTFLAGS) -timeout 15m $$args
 	$(MAKE) --no-print-directory test-h2spec
 
 # The build the pool's cost is compared with: a git ref (tag bench-base where it was made; in a
@@ -92,10 +97,10 @@ test-pulumi: test-pulumi-render test-pulumi-automation ## the program through th
 # load through the local target after each stack flip (the knob must rotate connections within a
 # 1 s window), so it runs alone.
 test-pulumi-render:
-	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" $(GO) test -count=1 -timeout 30m -run 'TestRenderMode' ./infra/
+	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" $(GOTEST) -v -timeout 30m -run 'TestRenderMode' ./infra/
 
 test-pulumi-automation:
-	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" $(GO) test -count=1 -timeout 30m -run 'TestAutomationAPI|TestInterruptedUp' ./runner/suite/
+	IGWLAB_PULUMI_BIN="$$(bash hack/pulumi-tools.sh)" $(GOTEST) -v -timeout 30m -run 'TestAutomationAPI|TestInterruptedUp' ./runner/suite/
 
 kube-tools: ## kube-apiserver and kube-controller-manager, built once into ~/.cache/igwlab/tools
 	bash hack/kube-tools.sh
@@ -105,13 +110,14 @@ test-apiserver: test-apiserver-stack test-apiserver-hooks test-apiserver-charts 
 # Each test starts its own kube-apiserver and etcd on free ports and its own Pulumi home, so
 # the parts can run at once: they wait on the Pulumi engine and the API server more than on
 # CPU. They are three processes, not parallel tests, because the stack's tests set the Pulumi
-# CLI's environment (t.Setenv), which a parallel test may not. The stack's own test and the
-# other two parts take about as long (50 s each alone, about 110 s side by side). The three
-# run one test binary, linked once (runner/cli's tests link the Pulumi and Kubernetes SDKs: 20 s
-# of CPU a link on 2 cores), in runner/cli as go test runs it, -test.v for each test's time.
-APISERVER_TEST = bin/test/runner-cli.test
+# CLI's environment (t.Setenv), which a parallel test may not. The stack's own test took 50 s
+# alone; side by side the three parts took 106-113 s each. The three run one test binary, the
+# one make test and make test-e2e keep in $(TESTBIN) (go test -c leaves it as it is when it is
+# up to date; a link of runner/cli's tests, with the Pulumi and Kubernetes SDKs, is 20 s of CPU
+# on 2 cores), in runner/cli as go test runs it, -test.v for each test's time.
+APISERVER_TEST = $(TESTBIN)/github.com/igwlab/igwlab/runner/cli.test
 APISERVER_RUN = cd runner/cli && IGWLAB_PULUMI_BIN="$$(bash ../../hack/pulumi-tools.sh)" \
-	IGWLAB_KUBE_BIN="$$(bash ../../hack/kube-tools.sh)" ../../$(APISERVER_TEST) -test.count=1 -test.timeout=30m -test.v
+	IGWLAB_KUBE_BIN="$$(bash ../../hack/kube-tools.sh)" $(APISERVER_TEST) -test.count=1 -test.timeout=30m -test.v
 test-apiserver-binary:
 	$(GO) test -c -o $(APISERVER_TEST) ./runner/cli
 

@@ -88,6 +88,8 @@ func phaseName(cmd string) string {
 		return "go test (end to end) ./" + firstField(cmd[strings.Index(cmd, "-only ")+len("-only "):])
 	case strings.Contains(cmd, "testplan e2e"):
 		return "go test (end to end, the other packages)"
+	case strings.Contains(cmd, "gotest.sh") && strings.Contains(cmd, " -short "):
+		return "go test -short (every package)"
 	case strings.Contains(cmd, "go test"):
 		i := strings.Index(cmd, "go test")
 		f := strings.Fields(cmd[i:])

@@ -176,7 +176,7 @@ func (r *Run) Failed() bool {
 }
 
 // startsPhase reports whether make echoed a command that runs tests: go vet, go test, or
-// hack/one-at-a-time.sh (go test -p 1 with the binaries linked first).
+// hack/gotest.sh (go test over test binaries kept between runs).
 func startsPhase(line string) bool {
-	return strings.Contains(line, "go test") || strings.Contains(line, "go vet") || strings.Contains(line, "one-at-a-time.sh")
+	return strings.Contains(line, "go test") || strings.Contains(line, "go vet") || strings.Contains(line, "gotest.sh")
 }

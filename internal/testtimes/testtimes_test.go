@@ -71,7 +71,8 @@ func TestPhaseNames(t *testing.T) {
 		{`args="$(go run ./hack/testplan e2e -except runner/cli,runner/conformance)" && go test -json -count=1 $args`, "go test (end to end, the other packages)"},
 		{`args="$(go run ./hack/testplan e2e -only runner/cli)" && go test -json -count=1 $args`, "go test (end to end) ./runner/cli"},
 		{`go test -json -count=1 -timeout 20m -parallel 8 ./runner/conformance/`, "go test ./runner/conformance/"},
-		{`args="$(go run ./hack/testplan e2e -except runner/conformance)" && GO=go bash hack/one-at-a-time.sh -json -timeout 15m $args`, "go test (end to end, the other packages)"},
+		{`args="$(go run ./hack/testplan e2e -except runner/conformance)" && GO=go bash hack/gotest.sh -json -timeout 15m $args`, "go test (end to end, the other packages)"},
+		{`pkgs="$(go run ./hack/testplan packages -q -lab all -except runner/conformance)" && GO=go bash hack/gotest.sh -p 2 -json -short -timeout 15m $pkgs`, "go test -short (every package)"},
 	} {
 		if !startsPhase(c.cmd) {
 			t.Errorf("%q starts no phase", c.cmd)
