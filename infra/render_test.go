@@ -72,8 +72,9 @@ func (c *cli) prebuilt() string {
 	dir := c.t.TempDir()
 	prog := filepath.Join(dir, "lab")
 	if bins := os.Getenv("IGWLAB_TESTBIN"); bins != "" {
-		prog = filepath.Join(bins, "igwlab-lab-program-"+c.t.Name()) // one a test: they run side by side
-		_ = os.MkdirAll(bins, 0o755) // a failure shows as go build's
+		// One a test, as they run side by side; a folder that cannot be made fails go build.
+		prog = filepath.Join(bins, "igwlab-lab-program-"+c.t.Name())
+		_ = os.MkdirAll(bins, 0o755)
 	}
 	build := exec.Command("go", "build", "-o", prog, "./infra/cmd/lab")
 	build.Dir = c.root
