@@ -33,8 +33,8 @@ run: ## the whole suite on the local emulated pool; builds bin/igwlab only (no P
 # cold build, are vetted and tested only where a file they are built from changed since the
 # branch's upstream (hack/testplan says which, and why); LAB=all tests them anyway, as CI does.
 # hack/gotest.sh is go test over test binaries kept between runs in $(TESTBIN): go test links
-# every binary anew (97 s of make test's time on 2 cores, warm build cache), and a binary whose
-# package and flags did not change links to the same bytes.
+# every binary anew (97 s of make test's time on 2 cores, warm build cache), and go test -c
+# leaves a binary whose package and flags did not change as it is.
 LAB ?= auto
 TESTPLAN = $(GO) run ./hack/testplan
 TESTBIN ?= $(or $(IGWLAB_TESTBIN),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/igwlab/testbin)
@@ -111,7 +111,7 @@ test-apiserver: test-apiserver-stack test-apiserver-hooks test-apiserver-charts 
 # the parts can run at once: they wait on the Pulumi engine and the API server more than on
 # CPU. They are three processes, not parallel tests, because the stack's tests set the Pulumi
 # CLI's environment (t.Setenv), which a parallel test may not. The stack's own test took 50 s
-# alone; side by side the three parts took 106-113 s each. The three run one test binary, the
+# alone; side by side the three parts took 101-130 s each. The three run one test binary, the
 # one make test and make test-e2e keep in $(TESTBIN) (go test -c leaves it as it is when it is
 # up to date; a link of runner/cli's tests, with the Pulumi and Kubernetes SDKs, is 20 s of CPU
 # on 2 cores), in runner/cli as go test runs it, -test.v for each test's time.

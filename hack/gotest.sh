@@ -45,7 +45,7 @@ mapfile -t listed < <("$GO" list -f '{{.ImportPath}} {{.Dir}} {{if or .TestGoFil
 # took 40 s of a warm make test, checking that nothing needs linking), as many at once as the
 # machine has cores (two packages of one folder with one name stop here, with go's error).
 printf '%s\n' "${listed[@]}" | awk 'NF == 3 { d = $3; sub("/[^/]*$", "", d); g[d] = g[d] " " $1 } END { for (d in g) print d g[d] }' |
-  xargs -P "$(nproc)" -L 1 sh -c 'b=$1 g=$2 && shift 2 && mkdir -p "$b/$g" && "$0" test -c -o "$b/$g/" "$@" >/dev/null' "$GO" "$bins" ||
+  xargs -r -P "$(nproc)" -L 1 sh -c 'b=$1 g=$2 && shift 2 && mkdir -p "$b/$g" && "$0" test -c -o "$b/$g/" "$@" >/dev/null' "$GO" "$bins" ||
   { echo "gotest.sh: building the test binaries failed" >&2; exit 1; }
 
 since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.3f", e - s }'; }
@@ -86,8 +86,14 @@ failed=0 i=0 running=0
 for line in "${listed[@]}"; do
   read -r p dir bin <<<"$line"
   i=$((i + 1))
-  if [ -z "$bin" ]; then
-    [ $json = 1 ] || printf '?   \t%s\t[no test files]\n' "$p"
+  if [ -z "$bin" ]; then # go test's line, or its -json events, for a package without tests
+    if [ $json = 1 ]; then
+      t=$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)
+      printf '{"Time":"%s","Action":"start","Package":"%s"}\n{"Time":"%s","Action":"output","Package":"%s","Output":"?   \\t%s\\t[no test files]\\n"}\n{"Time":"%s","Action":"skip","Package":"%s","Elapsed":0}\n' \
+        "$t" "$p" "$t" "$p" "$p" "$t" "$p"
+    else
+      printf '?   \t%s\t[no test files]\n' "$p"
+    fi
     continue
   fi
   if [ $running -ge "$par" ]; then
