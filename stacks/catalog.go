@@ -212,6 +212,13 @@ func (c *Catalog) Select(only, skip []string) ([]*Scenario, error) {
 		out = append(out, s)
 	}
 	if len(out) == 0 {
+		for _, n := range only {
+			for _, s := range c.list {
+				if s.Control == n && !drop[s.Name] {
+					return nil, fmt.Errorf("--only %s: a control runs only right before the scenario it controls; --only %s runs both", n, s.Name)
+				}
+			}
+		}
 		return nil, fmt.Errorf("--only/--skip select no scenario (catalog: %s)", strings.Join(c.Names(), ", "))
 	}
 	return out, nil

@@ -83,6 +83,7 @@ func TestBadFlagsApplyNothing(t *testing.T) {
 		{[]string{"suite", "--only", "02-trigr"}, "--only", []string{`did you mean "02-trigger"`, "valid: 01-baseline"}},
 		{[]string{"suite", "--skip", "13-conn-balanse"}, "--skip", []string{`did you mean "13-conn-balance"`}},
 		{[]string{"suite", "--only", "02-trigger", "--skip", "02-trigger"}, "--only", []string{"select no scenario", "catalog: 01-baseline"}},
+		{[]string{"suite", "--only", "08-buffers-control"}, "--only", []string{"--only 08-buffers-control: a control runs only right before the scenario it controls; --only 08-buffers runs both"}},
 		{[]string{"suite", "--catalog", filepath.Join(tmp, "missing")}, "--catalog", []string{"no such file"}},
 		{[]string{"suite", "--catalog", notDir}, "--catalog", []string{"not a directory"}},
 		{[]string{"suite", "--catalog", badCat}, "--catalog " + badCat, []string{"knob-huge.yaml:14", "knobs." + mcs, "1..2147483647"}},
