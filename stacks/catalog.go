@@ -157,13 +157,17 @@ func (c *Catalog) MustGet(name string) (*Scenario, error) {
 }
 
 // IsControl reports whether some scenario names s as its control.
-func (c *Catalog) IsControl(name string) bool {
+func (c *Catalog) IsControl(name string) bool { return c.Controlled(name) != "" }
+
+// Controlled is the scenario that names name as its control ("": none), the one to select to
+// run the control.
+func (c *Catalog) Controlled(name string) string {
 	for _, s := range c.list {
 		if s.Control == name {
-			return true
+			return s.Name
 		}
 	}
-	return false
+	return ""
 }
 
 // Optional says whether a default run leaves the scenario out: it is optional, or the control
@@ -213,10 +217,8 @@ func (c *Catalog) Select(only, skip []string) ([]*Scenario, error) {
 	}
 	if len(out) == 0 {
 		for _, n := range only {
-			for _, s := range c.list {
-				if s.Control == n && !drop[s.Name] {
-					return nil, fmt.Errorf("--only %s: a control runs only right before the scenario it controls; --only %s runs both", n, s.Name)
-				}
+			if s := c.Controlled(n); s != "" && !drop[s] {
+				return nil, fmt.Errorf("--only %s: a control runs only right before the scenario it controls; --only %s runs both", n, s)
 			}
 		}
 		return nil, fmt.Errorf("--only/--skip select no scenario (catalog: %s)", strings.Join(c.Names(), ", "))

@@ -267,10 +267,8 @@ func tailMisses(rep *calibrate.Report) []string {
 // controlled is the scenario to select to run name: a control runs only right before the
 // scenario it controls (stacks.Catalog.Select), so --only names that one.
 func controlled(cat *stacks.Catalog, name string) string {
-	for _, s := range cat.All() {
-		if s.Control == name {
-			return s.Name
-		}
+	if s := cat.Controlled(name); s != "" {
+		return s
 	}
 	return name
 }
