@@ -263,7 +263,6 @@ func tailMisses(rep *calibrate.Report) []string {
 	return out
 }
 
-// withOnly is a local run's arguments with --only naming one scenario.
 // controlled is the scenario to select to run name: a control runs only right before the
 // scenario it controls (stacks.Catalog.Select), so --only names that one.
 func controlled(cat *stacks.Catalog, name string) string {
@@ -273,6 +272,7 @@ func controlled(cat *stacks.Catalog, name string) string {
 	return name
 }
 
+// withOnly is a local run's arguments with --only naming one scenario.
 func withOnly(args []string, name string) []string {
 	out := slices.Clone(args)
 	if i := slices.Index(out, "--only"); i >= 0 && i+1 < len(out) {
