@@ -21,7 +21,10 @@ type Backends struct {
 	HTTPBin []string // host:port of each replica
 	// mem is each replica's in-process listener by its address (memconn.go): the gateway
 	// pods' upstream connections.
-	mem      map[string]*memListener
+	mem map[string]*memListener
+	// local is each replica in the process by its address (upstream_local.go): how the pods
+	// reach it when no upstream round trip is set.
+	local    map[string]*localReplica
 	GRPC     string // host:port
 	Ztunnels []*Ztunnel
 	httpSrv  []*http.Server
@@ -34,7 +37,7 @@ const MaxStreamDuration = 10 * time.Minute
 
 // StartBackends starts the backends; replica i of httpbin listens on node i's address.
 func StartBackends(replicas int) (*Backends, error) {
-	b := &Backends{mem: map[string]*memListener{}}
+	b := &Backends{mem: map[string]*memListener{}, local: map[string]*localReplica{}}
 	// Ten minutes, as the lab's httpbin allows: an event stream (/sse) outlives a window.
 	hb := httpbin.New(httpbin.WithMaxBodySize(20<<20), httpbin.WithMaxDuration(MaxStreamDuration))
 	for i := 0; i < replicas; i++ {
@@ -61,6 +64,7 @@ func StartBackends(replicas int) (*Backends, error) {
 		b.HTTPBin = append(b.HTTPBin, hl.Addr().String())
 		ml := newMemListener(hl.Addr())
 		b.mem[hl.Addr().String()] = ml
+		b.local[hl.Addr().String()] = &localReplica{handler: hb, z: z, addr: hl.Addr()}
 		for _, l := range []net.Listener{hl, ml} {
 			go func() {
 				if err := srv.Serve(z.wrap(l)); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -80,8 +84,14 @@ func StartBackends(replicas int) (*Backends, error) {
 	return b, nil
 }
 
+// localReplica is the replica at addr in the process, nil for any other address.
+func (b *Backends) localReplica(addr string) *localReplica { return b.local[addr] }
+
 // Close stops the backends.
 func (b *Backends) Close() {
+	for _, r := range b.local {
+		r.closed.Store(true)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	for _, s := range b.httpSrv {

@@ -216,6 +216,14 @@ func (st *stream) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// bodyEndedEmpty says the request body has ended with nothing left to read: what the
+// Transport's probe of a body of unknown length finds (transfer.go probeRequestBody).
+func (st *stream) bodyEndedEmpty() bool {
+	st.bmu.Lock()
+	defer st.bmu.Unlock()
+	return st.bodyEnded && st.body.Len() == 0 && st.bodyErr == nil
+}
+
 // abort ends the stream's work: the handler's context is cancelled and waits wake up.
 func (st *stream) abort(err error) {
 	st.cancel(err)

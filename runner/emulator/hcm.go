@@ -156,7 +156,7 @@ func (h *hcm) decodeHeaders(st *stream) {
 	st.flush = sc.pendingFlush
 	sc.order.push(orderItem{b: st.work, start: h.begin(st), end: func() {
 		if st.state.CompareAndSwap(streamQueued, streamHandled) {
-			go h.handle(st)
+			h.pod.pool.runners.run(func() { h.handle(st) })
 		}
 	}})
 }
@@ -234,14 +234,45 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b 
 func (h *hcm) proxy(st *stream, cl *cluster) (int, string) {
 	sc := st.sc
 	up := cl.pools[sc.w.ID]
+	if up.local != nil {
+		return h.proxyLocal(st, cl, up)
+	}
+	req, err := upstreamRequest(st, cl)
+	if err != nil {
+		_ = st.respond(http.StatusBadRequest, "bad request")
+		return http.StatusBadRequest, "DPE"
+	}
+	t0 := time.Now()
+	resp, err := up.roundTrip(req)
+	if err != nil {
+		if st.ctx.Err() != nil {
+			return 0, "DC"
+		}
+		_ = st.respond(http.StatusServiceUnavailable, "upstream connect error or disconnect/reset before headers")
+		return http.StatusServiceUnavailable, "UF"
+	}
+	defer resp.Body.Close()
+	defer func() { up.rqDone(resp.StatusCode, time.Since(t0)) }()
+	end, err := forwardHead(st, req.Method, resp, resp.Header.Clone(), t0)
+	if err != nil {
+		return resp.StatusCode, "DC"
+	}
+	if end {
+		return resp.StatusCode, "-"
+	}
+	return resp.StatusCode, h.copyBody(st, cl, resp)
+}
+
+// upstreamRequest is the request the worker sends the cluster: the client's, without its
+// hop-by-hop fields, with its authority as Host and X-Forwarded-Proto.
+func upstreamRequest(st *stream, cl *cluster) (*http.Request, error) {
 	var body io.Reader = http.NoBody
 	if st.hasBody {
 		body = st
 	}
 	req, err := http.NewRequestWithContext(st.ctx, st.method, cl.scheme+"://"+cl.addr+st.path, body)
 	if err != nil {
-		_ = st.respond(http.StatusBadRequest, "bad request")
-		return http.StatusBadRequest, "DPE"
+		return nil, err
 	}
 	for k, vs := range st.header {
 		if !hopByHop[strings.ToLower(k)] {
@@ -256,31 +287,19 @@ func (h *hcm) proxy(st *stream, cl *cluster) (int, string) {
 			req.ContentLength, _ = strconv.ParseInt(cl, 10, 64)
 		}
 	}
-	t0 := time.Now()
-	resp, err := up.roundTrip(req)
-	if err != nil {
-		if st.ctx.Err() != nil {
-			return 0, "DC"
-		}
-		_ = st.respond(http.StatusServiceUnavailable, "upstream connect error or disconnect/reset before headers")
-		return http.StatusServiceUnavailable, "UF"
-	}
-	defer resp.Body.Close()
-	defer func() { up.rqDone(resp.StatusCode, time.Since(t0)) }()
-	hdr := resp.Header.Clone()
+	return req, nil
+}
+
+// forwardHead sends the upstream response's head downstream (hdr: a copy of its fields the
+// call may change) and reports whether it ended the stream.
+func forwardHead(st *stream, method string, resp *http.Response, hdr http.Header, t0 time.Time) (bool, error) {
 	hdr.Set("X-Envoy-Upstream-Service-Time", strconv.FormatInt(time.Since(t0).Milliseconds(), 10))
 	hdr.Del("Content-Length") // HTTP/2 frames the body itself; the upstream's length may not survive trailers
 	if resp.ContentLength >= 0 && len(resp.Trailer) == 0 {
 		hdr.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
 	}
-	end := cannotHaveBody(req.Method, resp)
-	if err := st.writeHeader(resp.StatusCode, hdr, end); err != nil {
-		return resp.StatusCode, "DC"
-	}
-	if end {
-		return resp.StatusCode, "-"
-	}
-	return resp.StatusCode, h.copyBody(st, cl, resp)
+	end := cannotHaveBody(method, resp)
+	return end, st.writeHeader(resp.StatusCode, hdr, end)
 }
 
 // cannotHaveBody is Envoy's HTTP/1 upstream codec deciding that a response ends with its headers
@@ -295,45 +314,23 @@ func cannotHaveBody(method string, resp *http.Response) bool {
 	return resp.StatusCode >= http.StatusOK && resp.ContentLength == 0 && len(resp.TransferEncoding) == 0
 }
 
-// copyBody streams the upstream body downstream, booking the worker's per-KiB cost as it goes
-// and counting a flow-control pause each time the connection's write buffer made it stop
-// reading the upstream.
+// copyBody streams the upstream body downstream, in the reads the connection gives.
 func (h *hcm) copyBody(st *stream, cl *cluster, resp *http.Response) string {
-	sc, m := st.sc, h.pod.model
-	var owed time.Duration
-	reads := 0
+	r := bodyRelay{st: st, cl: cl, m: h.pod.model}
 	for {
 		// A buffer only while a read's bytes are on their way: thousands of streams may be
 		// copying at once (a dispatch's responses all start when it has flushed), and each
 		// would otherwise keep one for as long as its body lasts.
 		bp := copyBufs.Get().(*[]byte)
-		buf := *bp
 		t0 := time.Now()
-		n, rerr := resp.Body.Read(buf)
-		if n == 0 {
-			copyBufs.Put(bp)
-		} else {
-			cl.RxBuffered.Add(int64(n))
-			cl.RxBytes.Add(int64(n))
-			msg := m.ResponseRead(reads, time.Since(t0))
-			owed += m.Body(int64(n)) + msg
-			reads++
-			// A message is forwarded once the worker has done it; a body's bytes are booked
-			// in batches as they go.
-			if owed >= 50*time.Microsecond || msg > 0 {
-				_ = sc.w.Serve(st.ctx, sc, owed)
-				owed = 0
-			}
-			paused, werr := st.writeData(buf[:n], false)
-			copyBufs.Put(bp)
-			cl.RxBuffered.Add(-int64(n))
-			if paused {
-				cl.PausedReading.Inc()
-				cl.ResumedReading.Inc()
-			}
-			if werr != nil {
-				return "DC"
-			}
+		n, rerr := resp.Body.Read(*bp)
+		var werr error
+		if n > 0 {
+			werr = r.relay((*bp)[:n], time.Since(t0))
+		}
+		copyBufs.Put(bp)
+		if werr != nil {
+			return "DC"
 		}
 		if rerr == io.EOF {
 			break
@@ -346,11 +343,54 @@ func (h *hcm) copyBody(st *stream, cl *cluster, resp *http.Response) string {
 			return "UPE"
 		}
 	}
-	if owed > 0 {
-		_ = sc.w.Serve(st.ctx, sc, owed)
+	return r.end(resp.Trailer)
+}
+
+// bodyRelay forwards a response body's upstream reads downstream, booking the worker's per-KiB
+// cost as it goes and counting a flow-control pause each time the connection's write buffer
+// made it stop reading the upstream.
+type bodyRelay struct {
+	st    *stream
+	cl    *cluster
+	m     Model
+	owed  time.Duration
+	reads int
+}
+
+// relay forwards one read, which reached the stream after it waited waited for it.
+func (r *bodyRelay) relay(p []byte, waited time.Duration) error {
+	st, cl := r.st, r.cl
+	sc := st.sc
+	n := int64(len(p))
+	cl.RxBuffered.Add(n)
+	cl.RxBytes.Add(n)
+	msg := r.m.ResponseRead(r.reads, waited)
+	r.owed += r.m.Body(n) + msg
+	r.reads++
+	// A message is forwarded once the worker has done it; a body's bytes are booked in
+	// batches as they go.
+	if r.owed >= 50*time.Microsecond || msg > 0 {
+		_ = sc.w.Serve(st.ctx, sc, r.owed)
+		r.owed = 0
 	}
-	if len(resp.Trailer) > 0 {
-		if err := st.writeTrailers(resp.Trailer); err != nil {
+	paused, err := st.writeData(p, false)
+	cl.RxBuffered.Add(-n)
+	if paused {
+		cl.PausedReading.Inc()
+		cl.ResumedReading.Inc()
+	}
+	return err
+}
+
+// end books what is owed and ends the stream, with the upstream's trailers when it sent any;
+// it returns the response flags.
+func (r *bodyRelay) end(trailer http.Header) string {
+	st := r.st
+	if r.owed > 0 {
+		_ = st.sc.w.Serve(st.ctx, st.sc, r.owed)
+	}
+	if len(trailer) > 0 {
+		if err := st.writeTrailers(trailer); err != nil {
 			return "DC"
 		}
 		return "-"

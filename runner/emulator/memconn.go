@@ -10,16 +10,15 @@ import (
 	"time"
 )
 
-// The gateway pods' HTTP/1.1 hop to go-httpbin stays in the process: a pod dials a replica's
-// address and gets one end of an in-memory connection whose other end the replica's
-// http.Server accepts, so the request still crosses net/http's client and server and
-// go-httpbin's handler, but not four system calls and two poller wake-ups each way. That hop
-// was about 40% of the pool's CPU per request (./bin/bench -only harness -cpuprofile), CPU the
-// clients and the emulated workers need on a small machine. The client's side, what the
-// knobs act on, stays on real sockets. Each direction buffers up to what a loopback socket
-// holds (net.ipv4.tcp_wmem's default maximum), so a body the server has not read yet
-// waits as it would in the kernel, and deadlines behave as a socket's (the server's
-// background read is stopped by one).
+// With an upstream round trip (--upstream-rtt) the gateway pods' HTTP/1.1 hop to go-httpbin
+// goes over connections that carry the delay (without one it is an exchange in the process,
+// upstream_local.go): a pod dials a replica's address and gets one end of an in-memory
+// connection whose other end the replica's http.Server accepts, so the request crosses
+// net/http's client and server and go-httpbin's handler, but not four system calls and two
+// poller wake-ups each way. The client's side, what the knobs act on, stays on real sockets.
+// Each direction buffers up to what a loopback socket holds (net.ipv4.tcp_wmem's default
+// maximum), so a body the server has not read yet waits as it would in the kernel, and
+// deadlines behave as a socket's (the server's background read is stopped by one).
 const memConnBuffer = 4 << 20
 
 // memListener is a replica's in-process listener, beside its TCP one.

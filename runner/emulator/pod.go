@@ -135,14 +135,21 @@ func (p *Pod) build(cfg *listenerConfig) {
 		}
 		return withRTT(c, pl.cfg.UpstreamRTT, pl.clock), nil
 	}
+	// Without an upstream round trip to carry, the hop to go-httpbin stays in the process
+	// (upstream_local.go).
+	var local func(string) *localReplica
+	if pl.cfg.UpstreamRTT == 0 && !pl.cfg.upstreamOverConns {
+		local = pl.backends.localReplica
+	}
+	src := from.String()
 	if p.role == roleGateway {
-		p.clusters[ClusterHTTPBin] = newCluster(p.store, ClusterHTTPBin, pl.backends.HTTPBin, false, workers, dial)
-		p.clusters[ClusterGRPC] = newCluster(p.store, ClusterGRPC, []string{pl.backends.GRPC}, true, workers, dial)
+		p.clusters[ClusterHTTPBin] = newCluster(p.store, ClusterHTTPBin, pl.backends.HTTPBin, false, workers, dial, local, src)
+		p.clusters[ClusterGRPC] = newCluster(p.store, ClusterGRPC, []string{pl.backends.GRPC}, true, workers, dial, nil, src)
 		if pl.waypointVIP != nil {
-			p.clusters[clusterViaWaypoint] = newCluster(p.store, ClusterHTTPBin, []string{pl.waypointVIP.Addr()}, true, workers, dial)
+			p.clusters[clusterViaWaypoint] = newCluster(p.store, ClusterHTTPBin, []string{pl.waypointVIP.Addr()}, true, workers, dial, nil, src)
 		}
 	} else {
-		p.clusters[ClusterHTTPBin] = newCluster(p.store, waypointInboundCluster, pl.backends.HTTPBin, false, workers, dial)
+		p.clusters[ClusterHTTPBin] = newCluster(p.store, waypointInboundCluster, pl.backends.HTTPBin, false, workers, dial, local, src)
 	}
 	p.ServerStats = model.NewServerStats(p.store, workers)
 	p.MemoryAllocated.SetRead(p.mem.Used)

@@ -45,6 +45,8 @@ type Pool struct {
 	kubelet     *kubelet
 
 	obs observer
+	// runners serve the streams (runners.go).
+	runners *runners
 
 	closed atomic.Bool
 
@@ -98,7 +100,7 @@ func Start(cfg Config) (*Pool, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
 	}
-	p := &Pool{cfg: cfg, base: cfg, clock: NewClock()}
+	p := &Pool{cfg: cfg, base: cfg, clock: NewClock(), runners: newRunners()}
 	var err error
 	if p.backends, err = StartBackends(2); err != nil { // the lab runs two httpbin replicas
 		p.Close()
@@ -300,6 +302,7 @@ func (p *Pool) WaitDrained(ctx context.Context) error {
 // Close stops everything.
 func (p *Pool) Close() {
 	p.closed.Store(true)
+	defer p.runners.close()
 	if p.vip != nil {
 		p.vip.Close()
 	}

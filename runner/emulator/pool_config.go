@@ -44,6 +44,9 @@ type Config struct {
 	// UpstreamRTT between the gateway pods and their upstreams: every byte on those connections
 	// is delayed by half of it each way (0: loopback's).
 	ClientRTT, UpstreamRTT time.Duration
+	// upstreamOverConns keeps the hop to go-httpbin on connections without an upstream round
+	// trip: the tests compare the in-process exchange with it (upstream_local.go).
+	upstreamOverConns bool
 	// ListenerDrainTime is how long a replaced listener's connections may drain before they are
 	// closed: Envoy's --drain-time-s, which Istio sets from the proxy's drainDuration.
 	ListenerDrainTime time.Duration

@@ -24,24 +24,35 @@ type cluster struct {
 	scheme string
 	h2     bool // HTTP/2 (h2c) upstream: gRPC and the waypoint's HBONE-like hop
 	pools  []*upstreamPool
+	// from is the address the pod's connections come from: the request's remote address at
+	// the upstream.
+	from string
 
 	*model.ClusterStats
 }
 
-func newCluster(st *Store, name string, endpoints []string, h2 bool, workers int, dial dialFunc) *cluster {
-	c := &cluster{name: name, addr: endpoints[0], eps: endpoints, scheme: "http", h2: h2, ClusterStats: model.NewClusterStats(st, name)}
+// newCluster makes a cluster whose workers dial its endpoints with dial, or, where local finds
+// every endpoint's replica, reach them in the process (upstream_local.go).
+func newCluster(st *Store, name string, endpoints []string, h2 bool, workers int, dial dialFunc, local func(string) *localReplica, from string) *cluster {
+	c := &cluster{name: name, addr: endpoints[0], eps: endpoints, scheme: "http", h2: h2, from: from, ClusterStats: model.NewClusterStats(st, name)}
 	for w := 0; w < workers; w++ {
-		c.pools = append(c.pools, newUpstreamPool(c, dial))
+		p := newUpstreamPool(c, dial)
+		if p.local = localPool(c, local); p.local != nil {
+			p.close = p.local.closeIdle
+		}
+		c.pools = append(c.pools, p)
 	}
 	return c
 }
 
 type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
-// upstreamPool is one worker's connections to a cluster.
+// upstreamPool is one worker's connections to a cluster: a Transport's, or, for a replica in
+// the process, local's counts.
 type upstreamPool struct {
 	c     *cluster
 	rt    http.RoundTripper
+	local *localConns
 	close func()
 }
 
@@ -73,29 +84,39 @@ func newUpstreamPool(c *cluster, dial dialFunc) *upstreamPool {
 }
 
 func (p *upstreamPool) roundTrip(req *http.Request) (*http.Response, error) {
-	c := p.c
-	c.RqTotal.Inc()
-	c.RqActive.Inc()
-	c.RqPendingTotal.Inc()
-	c.RqPendingActive.Inc()
+	p.rqPending()
 	// A request is pending from asking the pool for a connection until it has one.
 	var got atomic.Bool
 	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
 		if got.CompareAndSwap(false, true) {
-			c.RqPendingActive.Dec()
+			p.c.RqPendingActive.Dec()
 		}
 	}}
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	resp, err := p.rt.RoundTrip(req)
 	if got.CompareAndSwap(false, true) {
-		c.RqPendingActive.Dec()
+		p.c.RqPendingActive.Dec()
 	}
 	if err != nil {
-		c.RqActive.Dec()
-		c.Rq5xx.Inc()
+		p.rqFailed()
 		return nil, err
 	}
 	return resp, nil
+}
+
+// rqPending counts a request that asks the pool for a connection.
+func (p *upstreamPool) rqPending() {
+	c := p.c
+	c.RqTotal.Inc()
+	c.RqActive.Inc()
+	c.RqPendingTotal.Inc()
+	c.RqPendingActive.Inc()
+}
+
+// rqFailed counts a request that got no response head.
+func (p *upstreamPool) rqFailed() {
+	p.c.RqActive.Dec()
+	p.c.Rq5xx.Inc()
 }
 
 func (p *upstreamPool) rqDone(status int, d time.Duration) {
