@@ -36,11 +36,11 @@ type cluster struct {
 func newCluster(st *Store, name string, endpoints []string, h2 bool, workers int, dial dialFunc, local func(string) *localReplica, from string) *cluster {
 	c := &cluster{name: name, addr: endpoints[0], eps: endpoints, scheme: "http", h2: h2, from: from, ClusterStats: model.NewClusterStats(st, name)}
 	for w := 0; w < workers; w++ {
-		p := newUpstreamPool(c, dial)
-		if p.local = localPool(c, local); p.local != nil {
-			p.close = p.local.closeIdle
+		if l := localPool(c, local); l != nil {
+			c.pools = append(c.pools, &upstreamPool{c: c, local: l, close: l.closeIdle})
+		} else {
+			c.pools = append(c.pools, newUpstreamPool(c, dial))
 		}
-		c.pools = append(c.pools, p)
 	}
 	return c
 }
