@@ -135,8 +135,7 @@ func (x *localExchange) sendHead() bool {
 		return false
 	}
 	x.resp = resp
-	hdr := resp.Header.Clone()
-	end, err := forwardHead(x.st, x.req.Method, resp, hdr, x.t0)
+	end, err := forwardHead(x.st, x.req.Method, resp, resp.Header, x.t0) // the fields are this exchange's own
 	x.ended = end
 	if err != nil {
 		x.failed, x.flags = err, "DC"
