@@ -245,11 +245,7 @@ func (h *hcm) proxy(st *stream, cl *cluster) (int, string) {
 	t0 := time.Now()
 	resp, err := up.roundTrip(req)
 	if err != nil {
-		if st.ctx.Err() != nil {
-			return 0, "DC"
-		}
-		_ = st.respond(http.StatusServiceUnavailable, "upstream connect error or disconnect/reset before headers")
-		return http.StatusServiceUnavailable, "UF"
+		return noHead(st)
 	}
 	defer resp.Body.Close()
 	defer func() { up.rqDone(resp.StatusCode, time.Since(t0)) }()
@@ -261,6 +257,16 @@ func (h *hcm) proxy(st *stream, cl *cluster) (int, string) {
 		return resp.StatusCode, "-"
 	}
 	return resp.StatusCode, h.copyBody(st, cl, resp)
+}
+
+// noHead ends a stream whose upstream gave no response head: the client left (DC), or Envoy's
+// local 503 (UF).
+func noHead(st *stream) (int, string) {
+	if st.ctx.Err() != nil {
+		return 0, "DC"
+	}
+	_ = st.respond(http.StatusServiceUnavailable, "upstream connect error or disconnect/reset before headers")
+	return http.StatusServiceUnavailable, "UF"
 }
 
 // upstreamRequest is the request the worker sends the cluster: the client's, without its

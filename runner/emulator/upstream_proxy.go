@@ -25,11 +25,7 @@ func (h *hcm) proxyLocal(st *stream, cl *cluster, up *upstreamPool) (int, string
 	cl.RqPendingActive.Dec()
 	if err != nil {
 		up.rqFailed()
-		if st.ctx.Err() != nil {
-			return 0, "DC"
-		}
-		_ = st.respond(http.StatusServiceUnavailable, "upstream connect error or disconnect/reset before headers")
-		return http.StatusServiceUnavailable, "UF"
+		return noHead(st)
 	}
 	body.z = lc.r.z
 	lc.r.z.received.Add(head)
@@ -102,11 +98,10 @@ func (x *localExchange) finish(panicked bool) (int, string) {
 	up.local.put(x.lc, x.reusable(truncated))
 	if x.resp == nil {
 		up.rqFailed()
-		if x.flags == "DC" || st.ctx.Err() != nil {
+		if x.flags == "DC" {
 			return 0, "DC"
 		}
-		_ = st.respond(http.StatusServiceUnavailable, "upstream connect error or disconnect/reset before headers")
-		return http.StatusServiceUnavailable, "UF"
+		return noHead(st)
 	}
 	status := x.resp.StatusCode
 	defer func() { up.rqDone(status, time.Since(x.t0)) }()
