@@ -9,7 +9,6 @@ import (
 	"compress/gzip"
 	"flag"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -115,17 +114,6 @@ func Scenario(t testing.TB, name string) *stacks.Scenario {
 		t.Fatal(err)
 	}
 	return sc
-}
-
-// FreePort is a loopback port nothing listens on (as of now).
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // RealFixtures is the folder of admin outputs and EnvoyFilters other people published, which
