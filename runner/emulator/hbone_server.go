@@ -129,7 +129,7 @@ func (hc *hboneConn) connect(rw http.ResponseWriter, r *http.Request) {
 	sc.mem.add(connMemory)
 	p.hcm.connOpened(sc)
 	sc.serve()
-	<-tc.done
+	tc.wait()
 }
 
 // tunnelConn is a CONNECT stream as a connection: reads from the request body, writes to the
@@ -162,6 +162,15 @@ func (t *tunnelConn) Write(p []byte) (int, error) {
 		err = t.rc.Flush()
 	}
 	return n, err
+}
+
+// wait returns once the tunnel is closed and no write is under way: the handler may return
+// then, and its ResponseWriter is not to be touched after (the HTTP/2 server flushes it as
+// the handler ends, so a write still going would race that flush).
+func (t *tunnelConn) wait() {
+	<-t.done
+	t.mu.Lock()
+	t.mu.Unlock() // empty: only waiting out the write in flight
 }
 
 // Close ends the stream: the handler returns, and the HTTP/2 server ends the stream.

@@ -139,7 +139,6 @@ func (h *hcm) beginStream(st *stream) bool {
 func (h *hcm) decodeHeaders(st *stream) {
 	sc := st.sc
 	st.dispatched = true
-	st.startIdleTimer()
 	st.work = sc.book(h.requestCost(sc))
 	sc.mu.Lock()
 	closing := sc.closing
@@ -154,6 +153,9 @@ func (h *hcm) decodeHeaders(st *stream) {
 		sc.pendingFlush = newDispatchFlush()
 	}
 	st.flush = sc.pendingFlush
+	// Armed only now: the timer's goroutine answers 408 through the fields set above, and
+	// arming it is what makes them visible to that goroutine.
+	st.startIdleTimer()
 	sc.order.push(orderItem{b: st.work, start: h.begin(st), end: func() {
 		if st.state.CompareAndSwap(streamQueued, streamHandled) {
 			h.pod.pool.runners.run(func() { h.handle(st) })
