@@ -85,15 +85,13 @@ func reserve(port int) (release func(), ok bool) {
 	if taken[port] {
 		return nil, false
 	}
-	dir := filepath.Join(os.TempDir(), "igwlab-test-ports")
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return nil, false
+	var f *os.File
+	if dir, err := portLockDir(); err == nil {
+		// Where no lock file can be made (a read-only temporary folder) the in-process set
+		// guards alone: better than no port at all.
+		f, _ = os.OpenFile(filepath.Join(dir, fmt.Sprint(port)), os.O_CREATE|os.O_RDWR, 0o600)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprint(port)), os.O_CREATE|os.O_RDWR, 0o666)
-	if err != nil {
-		return nil, false
-	}
-	if !lockFile(f) {
+	if f != nil && !lockFile(f) {
 		f.Close()
 		return nil, false
 	}
@@ -102,6 +100,14 @@ func reserve(port int) (release func(), ok bool) {
 		takenMu.Lock()
 		defer takenMu.Unlock()
 		delete(taken, port)
-		f.Close() // closing the descriptor drops the lock
+		if f != nil {
+			f.Close() // closing the descriptor drops the lock
+		}
 	}, true
+}
+
+// portLockDir is the folder of the ports' lock files, one per user of the machine.
+func portLockDir() (string, error) {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("igwlab-test-ports-%d", os.Getuid()))
+	return dir, os.MkdirAll(dir, 0o700)
 }

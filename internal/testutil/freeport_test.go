@@ -37,13 +37,13 @@ func TestFreePortSkipsAPortAnotherProcessHolds(t *testing.T) {
 		t.Skip("no cross-process lock off unix")
 	}
 	const port = 20001
-	dir := filepath.Join(os.TempDir(), "igwlab-test-ports")
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	dir, err := portLockDir()
+	if err != nil {
 		t.Fatal(err)
 	}
 	// A second open file description stands for another test process: flock conflicts
 	// between descriptions, not only between processes.
-	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprint(port)), os.O_CREATE|os.O_RDWR, 0o666)
+	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprint(port)), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
