@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -217,14 +218,10 @@ func TestBadSourcesSayWhatToCheck(t *testing.T) {
 	}
 }
 
+// closedAddr is an address nothing listens on for the test's length (testutil.FreePort: a
+// kernel-assigned port closed again may be another test process's listener a moment later).
 func closedAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	return fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 }
 
 // silentAddr accepts connections and never answers.

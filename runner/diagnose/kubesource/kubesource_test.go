@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/igwlab/igwlab/internal/testutil"
 	"github.com/igwlab/igwlab/runner/diagnose"
 	"github.com/igwlab/igwlab/runner/emulator/emulatortest"
 	"github.com/igwlab/igwlab/runner/kube"
@@ -125,12 +125,7 @@ func saysInTime(t *testing.T, name string, window func() error, want ...string) 
 // TestKubeconfigErrors: a context the kubeconfig lacks, and an API server nobody listens on,
 // are errors that say what to check, in time.
 func TestKubeconfigErrors(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)) // nothing listens there while the test runs
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config
